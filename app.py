@@ -1,0 +1,14 @@
+"""Ash's web app: routes, lifespan and exception handlers. Logic lives in `lib/`."""
+
+from litestar import Litestar
+
+from handlers.admin_stats import admin_stats
+from handlers.health import healthz, readyz
+from lib.http_errors import EXCEPTION_HANDLERS
+from lib.runtime import lifespan
+
+app = Litestar(
+    route_handlers=[healthz, readyz, admin_stats],
+    lifespan=[lifespan],
+    exception_handlers=EXCEPTION_HANDLERS,
+)

@@ -1,0 +1,1 @@
+"""HTTP handlers: one file per endpoint, each a thin function over `lib/`."""

@@ -1,0 +1,14 @@
+"""`GET /admin/stats`: counts that tell an operator how the assistant is doing."""
+
+from litestar import Request, get
+
+from lib.admin_auth import admin_guard
+from lib.runtime import get_runtime
+from lib.stats import collect_stats
+
+
+@get("/admin/stats", guards=[admin_guard], sync_to_thread=True)
+def admin_stats(request: Request) -> dict:
+    """Row counts per table, inbox backlog and database size."""
+    runtime = get_runtime(request.app)
+    return collect_stats(runtime.db.conn(), runtime.settings.database_path)

@@ -1,0 +1,1 @@
+"""Ash: a self-hosted personal assistant for Telegram."""

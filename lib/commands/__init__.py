@@ -1,0 +1,1 @@
+"""One module per `ash` command area; each exposes `register(cli)`."""

@@ -1,0 +1,26 @@
+"""`ash doctor`: check configuration, database, secrets, LLM keys and the Docker host."""
+
+from __future__ import annotations
+
+import click
+
+MARKS = {"ok": click.style("ok  ", fg="green"), "warn": click.style("warn", fg="yellow"), "fail": click.style("FAIL", fg="red")}
+
+
+@click.command()
+def doctor() -> None:
+    """Check the setup: one line per check, with a hint for each problem. Exits 1 on failure."""
+    from lib.doctor import run_checks
+
+    results = run_checks()
+    for check in results:
+        line = f"{MARKS[check.status]} {check.name}: {check.detail}"
+        if check.hint and check.status != "ok":
+            line += f"\n       -> {check.hint}"
+        click.echo(line)
+    if any(c.status == "fail" for c in results):
+        raise SystemExit(1)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(doctor)

@@ -1,0 +1,93 @@
+"""The one way to open the database: apsw with best practice applied and sqlite-vec loaded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import apsw.bestpractice
+import sqlite_vec
+
+from lib.errors import DatabaseUnavailable
+
+# WAL, busy timeout, foreign keys, no double-quoted string literals, optimize on close.
+apsw.bestpractice.apply(apsw.bestpractice.recommended)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
+    """Open `path` (created if missing unless read-only) with sqlite-vec and FTS5 ready."""
+    path = Path(path)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if not readonly:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        # WAL with NORMAL sync is durable against process crashes; only a power cut may lose
+        # the last commits, which Telegram then redelivers.
+        conn.pragma("synchronous", "NORMAL")
+    except apsw.Error as exc:
+        raise DatabaseUnavailable(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+class Database:
+    """A path plus one connection per thread (apsw connections are cheap to keep open)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._local = threading.local()
+
+    def conn(self) -> apsw.Connection:
+        """This thread's connection, opened on first use."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds and a Z, the format every timestamp column uses."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def iso(ts: float) -> str:
+    """A Unix time in the timestamp columns' format."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def monotonic_ms() -> int:
+    """Milliseconds from a monotonic clock, for durations."""
+    return int(time.monotonic() * 1000)
+
+
+def rows(conn: apsw.Connection, sql: str, params: tuple | dict = ()) -> list[dict]:
+    """Run a query and return its rows as dicts keyed by column name."""
+    cursor = conn.execute(sql, params)
+    try:
+        names = [d[0] for d in cursor.get_description()]
+    except apsw.ExecutionCompleteError:
+        return []
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def one(conn: apsw.Connection, sql: str, params: tuple | dict = ()) -> dict | None:
+    """The first row of a query as a dict, or None."""
+    found = rows(conn, sql, params)
+    return found[0] if found else None

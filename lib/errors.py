@@ -1,0 +1,112 @@
+"""Every error type Ash raises on purpose, grouped by the part that raises it."""
+
+
+class AshError(Exception):
+    """Base class for errors Ash raises on purpose."""
+
+
+class ConfigError(AshError):
+    """The configuration file or environment holds a value Ash cannot use."""
+
+
+class DatabaseUnavailable(AshError):
+    """The database file cannot be opened or is not fully migrated."""
+
+
+class MigrationError(AshError):
+    """A migration step failed, or the database is from a newer Ash."""
+
+
+# Telegram Bot API (lib/telegram.py); modelled on python-telegram-bot's request layer.
+class TelegramError(AshError):
+    """The Bot API answered with an error or could not be reached."""
+
+    def __init__(self, message: str, *, error_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
+
+
+class RetryAfter(TelegramError):
+    """429: flood control; wait `retry_after` seconds before the next call."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message, error_code=429)
+        self.retry_after = retry_after
+
+
+class Forbidden(TelegramError):
+    """403: the bot was blocked, kicked, or may not write to this chat."""
+
+
+class BadRequest(TelegramError):
+    """400: the request itself is wrong (parse error, message not found, ...)."""
+
+
+class ChatMigrated(TelegramError):
+    """400 with `migrate_to_chat_id`: the group became a supergroup."""
+
+    def __init__(self, message: str, new_chat_id: int):
+        super().__init__(message, error_code=400)
+        self.new_chat_id = new_chat_id
+
+
+class InvalidToken(TelegramError):
+    """401/404: the bot token is wrong or revoked."""
+
+
+class TimedOut(TelegramError):
+    """The request to the Bot API timed out."""
+
+
+class NetworkError(TelegramError):
+    """The Bot API could not be reached or answered 5xx."""
+
+
+# LLM providers (lib/llm/).
+class LLMError(AshError):
+    """A model provider failed; `retryable` says whether trying again can help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        switch_provider: bool = False,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        # True when the fallback should answer at once (e.g. OpenAI insufficient_quota).
+        self.switch_provider = switch_provider
+
+
+class LLMNotConfigured(LLMError):
+    """No API key (or base URL) is set for the configured provider."""
+
+
+# Sandbox (lib/sandbox.py).
+class DockerError(AshError):
+    """The Docker Engine API failed or cannot be reached."""
+
+    def __init__(self, status: int | None, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# Brave Search (lib/brave.py).
+class SearchError(AshError):
+    """The web search API failed."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after

@@ -1,0 +1,1 @@
+"""Memory: canonical rows (`store.py`), indexing and retrieval, embeddings, extraction."""

@@ -1,0 +1,176 @@
+"""Canonical rows: sessions, messages and user profiles (raw apsw SQL, values always bound)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import apsw
+
+from lib.db import now_iso, one, rows
+from lib.tokens import estimate_tokens
+
+
+@dataclass(frozen=True)
+class Session:
+    id: int
+    provider: str
+    chat_id: str
+    chat_type: str
+    user_id: str
+    summary: str | None = None
+    summary_through: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    session_id: int
+    owner_user_id: str
+    role: str
+    content: str
+    token_count: int
+    created_at: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Profile:
+    user_id: str
+    username: str | None
+    display_name: str | None
+    notes: str
+    preferences: dict
+    timezone: str | None
+
+
+OPEN_SESSION_SQL = """
+SELECT id, provider, chat_id, chat_type, user_id, summary, summary_through
+FROM sessions WHERE provider = ? AND chat_id = ? AND closed_at IS NULL
+"""
+INSERT_SESSION_SQL = """
+INSERT INTO sessions (provider, chat_id, chat_type, user_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (provider, chat_id) WHERE closed_at IS NULL DO NOTHING
+"""
+INSERT_MESSAGE_SQL = """
+INSERT INTO messages (session_id, owner_user_id, role, content, token_count, created_at, update_id, metadata)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+"""
+RECENT_MESSAGES_SQL = """
+SELECT * FROM (
+    SELECT id, session_id, owner_user_id, role, content, token_count, created_at, metadata
+    FROM messages WHERE session_id = ? AND id > ? ORDER BY id DESC LIMIT ?
+) ORDER BY id
+"""
+UPSERT_PROFILE_SQL = """
+INSERT INTO user_profiles (user_id, username, display_name, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (user_id) DO UPDATE SET
+    username = coalesce(excluded.username, username),
+    display_name = coalesce(excluded.display_name, display_name),
+    updated_at = CASE
+        WHEN excluded.username IS NOT username OR excluded.display_name IS NOT display_name
+        THEN excluded.updated_at ELSE updated_at END
+"""
+
+
+def _session(row: dict) -> Session:
+    return Session(**row)
+
+
+def open_session(conn: apsw.Connection, provider: str, chat_id: str, user_id: str, chat_type: str) -> Session:
+    """The chat's open session, created on first use (safe under concurrent callers)."""
+    found = one(conn, OPEN_SESSION_SQL, (provider, chat_id))
+    if found:
+        return _session(found)
+    stamp = now_iso()
+    with conn:
+        conn.execute(INSERT_SESSION_SQL, (provider, chat_id, chat_type, user_id, stamp, stamp))
+        return _session(one(conn, OPEN_SESSION_SQL, (provider, chat_id)))
+
+
+def close_session(conn: apsw.Connection, provider: str, chat_id: str) -> bool:
+    """Close the chat's open session (`/new`); memory is kept. True if one was open."""
+    with conn:
+        conn.execute(
+            "UPDATE sessions SET closed_at = ? WHERE provider = ? AND chat_id = ? AND closed_at IS NULL",
+            (now_iso(), provider, chat_id),
+        )
+        return conn.changes() > 0
+
+
+def add_message(
+    conn: apsw.Connection,
+    session_id: int,
+    owner_user_id: str,
+    role: str,
+    content: str,
+    *,
+    update_id: int | None = None,
+    metadata: dict | None = None,
+) -> int:
+    """Append a message to a session; returns its id."""
+    stamp = now_iso()
+    with conn:
+        conn.execute(
+            INSERT_MESSAGE_SQL,
+            (
+                session_id,
+                owner_user_id,
+                role,
+                content,
+                estimate_tokens(content),
+                stamp,
+                update_id,
+                json.dumps(metadata or {}),
+            ),
+        )
+        message_id = conn.last_insert_rowid()
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (stamp, session_id))
+    return message_id
+
+
+def recent_messages(conn: apsw.Connection, session_id: int, limit: int, after_id: int = 0) -> list[StoredMessage]:
+    """The last `limit` messages of a session after `after_id`, oldest first."""
+    found = rows(conn, RECENT_MESSAGES_SQL, (session_id, after_id, limit))
+    return [StoredMessage(**{**r, "metadata": json.loads(r["metadata"])}) for r in found]
+
+
+def touch_profile(
+    conn: apsw.Connection, user_id: str, username: str | None = None, display_name: str | None = None
+) -> None:
+    """Create the user's profile on first contact; keep username and name current."""
+    stamp = now_iso()
+    with conn:
+        conn.execute(UPSERT_PROFILE_SQL, (user_id, username, display_name, stamp, stamp))
+
+
+def get_profile(conn: apsw.Connection, user_id: str) -> Profile | None:
+    """The user's profile, or None if Ash has never seen them."""
+    found = one(
+        conn,
+        "SELECT user_id, username, display_name, notes, preferences, timezone FROM user_profiles WHERE user_id = ?",
+        (user_id,),
+    )
+    if not found:
+        return None
+    return Profile(**{**found, "preferences": json.loads(found["preferences"])})
+
+
+def set_notes(conn: apsw.Connection, user_id: str, notes: str) -> None:
+    """Replace the user's profile notes (the profile is created if needed)."""
+    touch_profile(conn, user_id)
+    with conn:
+        conn.execute(
+            "UPDATE user_profiles SET notes = ?, updated_at = ? WHERE user_id = ?", (notes, now_iso(), user_id)
+        )
+
+
+def audit(conn: apsw.Connection, actor: str, action: str, target: str | None = None, **detail) -> None:
+    """Record that something happened (never the content of what was said)."""
+    with conn:
+        conn.execute(
+            "INSERT INTO audit_log (created_at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)",
+            (now_iso(), actor, action, target, json.dumps(detail)),
+        )

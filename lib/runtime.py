@@ -1,0 +1,56 @@
+"""Process-wide state for the web app: settings, database, HTTP client, background work.
+
+Created in the Litestar lifespan and kept on `app.state`; handlers read it from there and
+hold no state of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from litestar import Litestar
+
+from lib.config import Settings, load_settings
+from lib.db import Database
+
+log = logging.getLogger("ash")
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    http: httpx.AsyncClient
+    # Background services started by the lifespan (the update processor, timers, ...).
+    services: list[Any] = field(default_factory=list)
+
+
+def get_runtime(app: Litestar) -> Runtime:
+    """The runtime the lifespan put on the app."""
+    return app.state.runtime
+
+
+@asynccontextmanager
+async def lifespan(app: Litestar) -> AsyncIterator[None]:
+    """Open shared resources at start-up and close them at shutdown."""
+    settings = load_settings()
+    http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
+    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=http)
+    app.state.runtime = runtime
+    if not settings.secrets.telegram_webhook_secret:
+        log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
+    try:
+        from lib.services import start_services
+
+        await start_services(runtime)
+        yield
+    finally:
+        for service in reversed(runtime.services):
+            await service.stop()
+        await http.aclose()
+        runtime.db.close()

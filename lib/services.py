@@ -1,0 +1,12 @@
+"""Background services the server runs next to its handlers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lib.runtime import Runtime
+
+
+async def start_services(runtime: Runtime) -> None:
+    """Start every background service and register it on the runtime for shutdown."""

@@ -1,0 +1,51 @@
+"""The tool interface: a name, a description, an input struct, and an async `execute`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import msgspec
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who a tool runs for. Tools never see secrets; `services` holds what they may use."""
+
+    user_id: str
+    chat_id: str
+    session_id: int | None
+    provider: str = "telegram"
+    is_owner: bool = False
+    # Shared objects a tool may need (database handle, sandbox, http client), by name.
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool hands back. `output` is shown to the model as data, never as instructions."""
+
+    output: str
+    is_error: bool = False
+    exit_code: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(Protocol):
+    """A tool the model may call; `Input` is a msgspec Struct describing its arguments."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Input: ClassVar[type[msgspec.Struct]]
+
+    async def execute(self, args: Any, context: ToolContext) -> ToolResult: ...
+
+
+def input_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """The JSON schema of a tool's input struct, inlined (no $defs) as the LLM APIs want."""
+    (schema,), components = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
+    ref = schema.get("$ref", "")
+    resolved = components[ref.rsplit("/", 1)[-1]] if ref else schema
+    resolved = {k: v for k, v in resolved.items() if k != "title"}
+    resolved.setdefault("properties", {})
+    return resolved

@@ -1,0 +1,57 @@
+"""The contract between a channel (Telegram, the CLI) and the agent: one turn in, text out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image the user sent, already downloaded."""
+
+    data: bytes
+    media_type: str = "image/jpeg"
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One user message to answer."""
+
+    provider: str  # "telegram" or "cli"
+    chat_id: str
+    user_id: str
+    text: str
+    chat_type: str = "private"  # private | group | supergroup | channel
+    username: str | None = None
+    display_name: str | None = None
+    images: tuple[Image, ...] = ()
+    update_id: int | None = None
+
+
+class OutputSink(Protocol):
+    """Where the agent streams its answer. Channels implement this."""
+
+    async def typing(self) -> None:
+        """Show that an answer is being prepared (Telegram's typing action)."""
+
+    async def update(self, text: str) -> None:
+        """The answer so far; the sink decides how often to show it."""
+
+    async def finish(self, text: str) -> None:
+        """The final answer: must always land, even when updates were skipped."""
+
+    async def fail(self, text: str) -> None:
+        """Replace whatever was shown with a short error message for the user."""
+
+
+@dataclass
+class TurnResult:
+    """What a turn produced."""
+
+    text: str
+    ok: bool = True
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_calls: list[str] = field(default_factory=list)

@@ -1,0 +1,216 @@
+-- Ash's current schema: what `python migrate.py` produces on a blank database.
+-- tests/test_migrate.py checks that the two agree. Timestamps are UTC ISO 8601 text
+-- ("2026-11-22T08:09:10.123Z", sortable); leases are Unix seconds (REAL).
+-- vec0 tables are not here: lib/memory creates them for the configured embedding model.
+
+CREATE TABLE schema_migrations (
+    name TEXT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+);
+
+-- Small key/value facts about this database (embedding model of the vector index, ...).
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- A conversation: one per (provider, chat) at a time; /new closes it and opens another.
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    provider TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    chat_type TEXT NOT NULL DEFAULT 'private',
+    user_id TEXT NOT NULL,
+    title TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    closed_at TEXT,
+    -- Compaction: a model-written summary of messages up to summary_through (inclusive).
+    summary TEXT,
+    summary_through INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX sessions_open_chat ON sessions (provider, chat_id) WHERE closed_at IS NULL;
+CREATE INDEX sessions_user ON sessions (user_id, updated_at);
+
+-- Every user message and answer. owner_user_id is the person the exchange belongs to
+-- (the asker); retrieval only ever returns a user's own messages.
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    owner_user_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
+    content TEXT NOT NULL,
+    token_count INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    update_id INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX messages_session ON messages (session_id, id);
+CREATE INDEX messages_owner ON messages (owner_user_id, id);
+
+-- Knowledge: facts and notes. owner_user_id NULL with is_global = 1 is visible to everyone.
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY,
+    content TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT 'user',
+    owner_user_id TEXT,
+    is_global INTEGER NOT NULL DEFAULT 0 CHECK (is_global IN (0, 1)),
+    subject TEXT,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    superseded_by INTEGER REFERENCES memories (id) ON DELETE SET NULL,
+    superseded_at TEXT,
+    source_message_id INTEGER REFERENCES messages (id) ON DELETE SET NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    CHECK (owner_user_id IS NOT NULL OR is_global = 1)
+);
+CREATE INDEX memories_owner ON memories (owner_user_id, created_at);
+CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
+
+-- What retrieval ranks: chunks of messages and memories (long texts are split).
+-- Rebuildable from messages and memories at any time.
+CREATE TABLE search_chunks (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('message', 'memory')),
+    ref_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL DEFAULT 0,
+    owner_user_id TEXT,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (kind, ref_id, ordinal)
+);
+CREATE INDEX search_chunks_owner ON search_chunks (owner_user_id, kind);
+
+CREATE VIRTUAL TABLE search_fts USING fts5 (
+    content,
+    content = 'search_chunks',
+    content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER search_chunks_ai AFTER INSERT ON search_chunks BEGIN
+    INSERT INTO search_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER search_chunks_ad AFTER DELETE ON search_chunks BEGIN
+    INSERT INTO search_fts (search_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER search_chunks_au AFTER UPDATE OF content ON search_chunks BEGIN
+    INSERT INTO search_fts (search_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO search_fts (rowid, content) VALUES (new.id, new.content);
+END;
+
+-- Embeddings by content hash and model, so no text is embedded twice.
+CREATE TABLE embedding_cache (
+    content_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dimensions INTEGER NOT NULL,
+    embedding BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (content_hash, model, dimensions)
+) WITHOUT ROWID;
+
+CREATE TABLE user_profiles (
+    user_id TEXT PRIMARY KEY,
+    username TEXT,
+    display_name TEXT,
+    notes TEXT NOT NULL DEFAULT '',
+    preferences TEXT NOT NULL DEFAULT '{}',
+    timezone TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+
+-- Users added with `ash users allow` and @username entries pinned at first contact.
+CREATE TABLE allowed_users (
+    entry TEXT PRIMARY KEY,
+    user_id TEXT,
+    source TEXT NOT NULL CHECK (source IN ('cli', 'config', 'admin')),
+    added_at TEXT NOT NULL,
+    pinned_at TEXT
+);
+CREATE INDEX allowed_users_user ON allowed_users (user_id);
+
+-- Telegram chats Ash has seen: blocked chats are not written to again.
+CREATE TABLE chats (
+    chat_id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    title TEXT,
+    blocked_at TEXT,
+    migrated_to TEXT,
+    denied_notice_at TEXT,
+    updated_at TEXT NOT NULL
+);
+
+CREATE TABLE tool_executions (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER REFERENCES sessions (id) ON DELETE SET NULL,
+    user_id TEXT,
+    chat_id TEXT,
+    tool_name TEXT NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT,
+    exit_code INTEGER,
+    success INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX tool_executions_session ON tool_executions (session_id, created_at);
+
+-- Telegram updates as received, keyed by (bot id, update_id): a repeat delivery is a no-op.
+-- chat_key orders work: one chat's updates run one at a time in update_id order.
+CREATE TABLE inbox (
+    bot_id INTEGER NOT NULL,
+    update_id INTEGER NOT NULL,
+    chat_key TEXT,
+    kind TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'claimed', 'done', 'failed', 'skipped')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    claimed_by TEXT,
+    lease_until REAL,
+    not_before REAL,
+    last_error TEXT,
+    -- The Telegram message a turn started, stored before streaming so a resumed turn edits it.
+    reply_chat_id TEXT,
+    reply_message_id INTEGER,
+    received_at TEXT NOT NULL,
+    done_at TEXT,
+    PRIMARY KEY (bot_id, update_id)
+);
+CREATE INDEX inbox_work ON inbox (status, chat_key, update_id);
+CREATE INDEX inbox_done ON inbox (done_at) WHERE done_at IS NOT NULL;
+
+CREATE TABLE usage (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    user_id TEXT,
+    session_id INTEGER REFERENCES sessions (id) ON DELETE SET NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    purpose TEXT NOT NULL DEFAULT 'chat',
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX usage_user_day ON usage (user_id, created_at);
+
+-- Who did what, never what was said (forgetting is recorded, its content is not).
+CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_log_time ON audit_log (created_at);
+
+-- Debounced fact extraction: one row per user with new messages not yet looked at.
+CREATE TABLE extraction_queue (
+    user_id TEXT PRIMARY KEY,
+    due_at REAL NOT NULL,
+    through_message_id INTEGER NOT NULL
+);
