@@ -1,0 +1,1 @@
+"""Model providers behind one interface, and the one retry and fallback policy (router)."""

@@ -1,0 +1,192 @@
+"""Anthropic Messages API through the official SDK (imported lazily: it takes seconds to load)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from lib.errors import LLMError
+from lib.llm.base import parse_retry_after, parse_tool_input
+from lib.llm.types import (
+    Completed,
+    ImageBlock,
+    Message,
+    Request,
+    Response,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+log = logging.getLogger("ash.llm")
+
+# Error types in a body (also sent inside a stream as an `error` event) worth another try.
+RETRYABLE_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+def _block(block) -> dict[str, Any] | None:
+    match block:
+        case TextBlock(text=text):
+            # The API rejects empty text blocks (400 "must have non-empty content").
+            return {"type": "text", "text": text} if text else None
+        case ImageBlock(data=data, media_type=media_type):
+            encoded = base64.b64encode(data).decode("ascii")
+            return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": encoded}}
+        case ToolUseBlock(id=id_, name=name, input=input_):
+            return {"type": "tool_use", "id": id_, "name": name, "input": input_}
+        case ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error):
+            return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
+    raise TypeError(f"unknown block {block!r}")
+
+
+def to_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Our messages as Messages API `messages`."""
+    out = []
+    for message in messages:
+        blocks = [b for b in (_block(block) for block in message.content) if b is not None]
+        if blocks:
+            out.append({"role": message.role, "content": blocks})
+    return out
+
+
+def request_params(request: Request) -> dict[str, Any]:
+    """Keyword arguments for `messages.create`."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": to_messages(request.messages),
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+        ]
+    return params
+
+
+def _stop_reason(value: str | None) -> str:
+    return value if value in {"end_turn", "tool_use", "max_tokens"} else (value or "other")
+
+
+def map_error(exc: BaseException) -> LLMError:
+    """An SDK exception as an LLMError that says whether retrying can help."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        kind = (error or {}).get("type", "")
+        detail = (error or {}).get("message") or str(exc)
+        status = exc.status_code
+        # A mid-stream `error` event arrives on a 200 response: its type decides.
+        retryable = status in RETRYABLE_STATUS or status >= 500 or kind in RETRYABLE_TYPES
+        return LLMError(
+            f"anthropic {status} {kind}: {detail}".strip(),
+            provider="anthropic",
+            status=status if status != 200 else None,
+            retryable=retryable,
+            retry_after=parse_retry_after(exc.response.headers) if exc.response is not None else None,
+        )
+    if isinstance(exc, anthropic.APITimeoutError | asyncio.TimeoutError):
+        return LLMError("anthropic: request timed out", provider="anthropic", retryable=True)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return LLMError(f"anthropic: connection failed: {exc}", provider="anthropic", retryable=True)
+    # A stream cut off by the network surfaces as a raw transport error.
+    return LLMError(f"anthropic: {type(exc).__name__}: {exc}", provider="anthropic", retryable=True)
+
+
+def _response(message) -> Response:
+    content: list = []
+    for block in message.content:
+        if block.type == "text":
+            content.append(TextBlock(block.text))
+        elif block.type == "tool_use":
+            content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
+    usage = Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0)
+    return Response(content, _stop_reason(message.stop_reason), usage, message.model, "anthropic")
+
+
+class AnthropicProvider:
+    """Claude through the Messages API; `base_url` reaches a proxy or a test stub."""
+
+    name = "anthropic"
+
+    def __init__(self, api_key: str, base_url: str | None = None, timeout: float = 120.0):
+        import anthropic
+
+        # Our router owns retries; the SDK's own would multiply them.
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+
+    async def complete(self, request: Request) -> Response:
+        """One non-streaming call."""
+        try:
+            message = await self._client.messages.create(**request_params(request))
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        return _response(message)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Stream text deltas; tool inputs arrive as input_json_delta pieces and are assembled here."""
+        blocks: dict[int, dict[str, Any]] = {}
+        usage = Usage()
+        model = request.model
+        stop_reason = None
+        finished = False
+        try:
+            stream = await self._client.messages.create(**request_params(request), stream=True)
+            async for event in stream:
+                kind = event.type
+                if kind == "message_start":
+                    model = event.message.model or model
+                    usage.input_tokens = event.message.usage.input_tokens or 0
+                    usage.output_tokens = event.message.usage.output_tokens or 0
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "text":
+                        blocks[event.index] = {"type": "text", "text": block.text or ""}
+                    elif block.type == "tool_use":
+                        blocks[event.index] = {"type": "tool_use", "id": block.id, "name": block.name, "json": ""}
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    target = blocks.get(event.index)
+                    if delta.type == "text_delta" and target is not None:
+                        target["text"] += delta.text
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and target is not None:
+                        target["json"] += delta.partial_json
+                elif kind == "message_delta":
+                    stop_reason = event.delta.stop_reason
+                    if event.usage and event.usage.output_tokens is not None:
+                        usage.output_tokens = event.usage.output_tokens
+                elif kind == "message_stop":
+                    finished = True
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        if not finished:
+            raise LLMError("anthropic: the stream ended before message_stop", provider="anthropic", retryable=True)
+        content: list = []
+        for index in sorted(blocks):
+            block = blocks[index]
+            if block["type"] == "text":
+                content.append(TextBlock(block["text"]))
+            else:
+                content.append(ToolUseBlock(block["id"], block["name"], parse_tool_input(block["json"])))
+        yield Completed(Response(content, _stop_reason(stop_reason), usage, model, "anthropic"))
+
+    async def aclose(self) -> None:
+        """Release the client's connections."""
+        await self._client.close()

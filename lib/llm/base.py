@@ -1,0 +1,72 @@
+"""The provider interface every model backend implements."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+from lib.llm.types import Request, Response, StreamEvent
+
+
+class Provider(Protocol):
+    """A model backend. Errors are raised as lib.errors.LLMError with `retryable` set."""
+
+    name: str
+
+    async def complete(self, request: Request) -> Response:
+        """One non-streaming call."""
+        ...
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Text deltas as they arrive, then one Completed event with the whole response."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the client's connections."""
+        ...
+
+
+class Embedder(Protocol):
+    """A provider that can also embed text (OpenAI and compatible servers)."""
+
+    async def embed(self, texts: list[str], *, model: str, dimensions: int | None = None) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+def parse_retry_after(headers) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def parse_tool_input(raw: str) -> dict[str, Any]:
+    """The assembled JSON of a tool call; invalid JSON reaches the tool as a visible error."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {"_invalid_json": raw}
+    return value if isinstance(value, dict) else {"_invalid_json": raw}

@@ -1,0 +1,271 @@
+"""Ash's one retry policy for model calls, and the switch to the fallback provider.
+
+The SDK clients never retry (`max_retries=0`). Here: retryable errors (429, 529 overloaded,
+5xx, timeouts, dropped streams) are retried with exponential backoff that honours
+`retry-after`, up to `agent.llm_retries` times; then the turn switches to `fallback_llm`.
+OpenAI's 429 `insufficient_quota` switches at once. Non-retryable errors (400, 401, 404) stop
+the call: the user gets a short message, the log the full reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lib.config import LLMConfig, Settings
+from lib.errors import LLMError, LLMNotConfigured
+from lib.llm.types import Completed, Message, Request, Response, TextDelta, ToolSpec
+
+if TYPE_CHECKING:
+    from lib.llm.base import Provider
+    from lib.runtime import Runtime
+
+log = logging.getLogger("ash.llm")
+
+KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+@dataclass
+class RetryPolicy:
+    """Backoff between attempts; tests swap `sleep` (and the delays) so retries cost no time."""
+
+    base_delay: float = 1.0
+    # Longest wait we accept; a longer retry-after switches to the fallback instead.
+    max_delay: float = 30.0
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def delay(self, attempt: int, retry_after: float | None) -> float | None:
+        """Seconds to wait before retry `attempt` (0-based), or None to give up on this provider."""
+        if retry_after is not None:
+            return retry_after if retry_after <= self.max_delay else None
+        # Full exponential backoff with jitter, so parallel chats do not retry in lockstep.
+        return min(self.max_delay, self.base_delay * 2**attempt) * (0.5 + random.random() / 2)  # noqa: S311
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+def is_configured(settings: Settings, llm: LLMConfig) -> bool:
+    """True when the provider has what it needs: a key (or, for OpenAI, a base URL)."""
+    secrets = settings.secrets
+    if llm.provider == "anthropic":
+        return bool(secrets.anthropic_api_key)
+    return bool(secrets.openai_api_key or secrets.openai_base_url)
+
+
+def missing_key_message(settings: Settings) -> str:
+    """Which variable to set so that a model can answer."""
+    wanted = KEY_VARIABLES[settings.config.default_llm.provider]
+    return (
+        f"No language model is configured: set {wanted} (provider of [default_llm]), "
+        "or OPENAI_BASE_URL for an OpenAI-compatible server such as Ollama."
+    )
+
+
+def candidates(settings: Settings) -> list[LLMConfig]:
+    """The configured providers in order: default_llm, then fallback_llm."""
+    found = [settings.config.default_llm]
+    if settings.config.fallback_llm is not None:
+        found.append(settings.config.fallback_llm)
+    usable = [llm for llm in found if is_configured(settings, llm)]
+    for llm in found:
+        if llm not in usable:
+            log.debug("%s (%s) skipped: %s is not set", llm.provider, llm.model, KEY_VARIABLES[llm.provider])
+    if not usable:
+        raise LLMNotConfigured(missing_key_message(settings))
+    return usable
+
+
+def build_provider(settings: Settings, llm: LLMConfig) -> Provider:
+    """A provider client for `llm` (imports its SDK on first use)."""
+    secrets = settings.secrets
+    if llm.provider == "anthropic":
+        from lib.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(secrets.anthropic_api_key or "", base_url=secrets.anthropic_base_url)
+    from lib.llm.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(secrets.openai_api_key, base_url=secrets.openai_base_url)
+
+
+def user_message(error: LLMError) -> str:
+    """A short sentence for the user; the log holds the full reason."""
+    if isinstance(error, LLMNotConfigured):
+        return error.message
+    if error.status in (401, 403):
+        return f"The {error.provider} API rejected the key ({error.status}); the owner needs to check it."
+    if error.status == 404:
+        return f"The configured {error.provider} model was not found (404); the owner needs to check the config."
+    if error.status == 400 or error.status == 413 or error.status == 422:
+        return "The model refused this request as invalid, so I cannot answer it. Details are in the log."
+    return "The model is not available right now (overloaded or unreachable). Please try again in a minute."
+
+
+class Router:
+    """Calls the default model, retrying and falling back per the policy; records usage."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        user_id: str | None = None,
+        session_id: int | None = None,
+        purpose: str = "chat",
+        policy: RetryPolicy | None = None,
+    ):
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.user_id = user_id
+        self.session_id = session_id
+        self.purpose = purpose
+        self.policy = policy or DEFAULT_POLICY
+        self._candidates = candidates(self.settings)
+        self._providers: dict[int, Provider] = {}
+        # Once the fallback answered, later steps of the turn go straight to it.
+        self._start = 0
+
+    async def __aenter__(self) -> Router:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        for provider in self._providers.values():
+            try:
+                await provider.aclose()
+            except Exception:  # closing is best effort
+                log.debug("closing %s failed", provider.name, exc_info=True)
+
+    def _provider(self, index: int) -> Provider:
+        if index not in self._providers:
+            self._providers[index] = build_provider(self.settings, self._candidates[index])
+        return self._providers[index]
+
+    async def complete(
+        self,
+        *,
+        system: str,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...] = (),
+        max_tokens: int | None = None,
+        model: str | None = None,
+    ) -> Response:
+        """A non-streaming call under the retry and fallback policy."""
+        return await self._run(system, messages, tools, max_tokens, model, None, None)
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSpec, ...] = (),
+        on_text: Callable[[str], Awaitable[None]],
+        on_restart: Callable[[], Awaitable[None]],
+    ) -> Response:
+        """A streaming call; `on_restart` runs when an attempt died after some text was shown."""
+        return await self._run(system, messages, tools, None, None, on_text, on_restart)
+
+    async def _run(self, system, messages, tools, max_tokens, model, on_text, on_restart) -> Response:
+        last: LLMError | None = None
+        for index in range(self._start, len(self._candidates)):
+            llm = self._candidates[index]
+            request = Request(
+                system=system,
+                messages=messages,
+                tools=tools,
+                # A model override (extraction_model) applies to the default provider only.
+                model=model if model and index == 0 else llm.model,
+                max_tokens=max_tokens or llm.max_tokens,
+                temperature=llm.temperature,
+            )
+            try:
+                response = await self._attempts(index, request, on_text, on_restart)
+            except LLMError as exc:
+                if not (exc.retryable or exc.switch_provider):
+                    raise
+                last = exc
+                if index + 1 < len(self._candidates):
+                    log.warning("%s gave up (%s); switching to the fallback", llm.provider, exc.message)
+                continue
+            self._start = index
+            await asyncio.to_thread(self._record, response, request.model)
+            return response
+        assert last is not None
+        raise last
+
+    async def _attempts(self, index, request: Request, on_text, on_restart) -> Response:
+        retries = max(0, self.settings.config.agent.llm_retries)
+        for attempt in range(retries + 1):
+            shown = False
+            try:
+                if on_text is None:
+                    return await self._provider(index).complete(request)
+                response = None
+                async with aclosing(self._provider(index).stream(request)) as events:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            shown = True
+                            await on_text(event.text)
+                        elif isinstance(event, Completed):
+                            response = event.response
+                if response is None:
+                    raise LLMError(
+                        "the stream ended without a response",
+                        provider=self._candidates[index].provider,
+                        retryable=True,
+                    )
+                return response
+            except LLMError as exc:
+                log.warning(
+                    "LLM call failed (%s %s, attempt %d of %d): %s",
+                    self._candidates[index].provider,
+                    request.model,
+                    attempt + 1,
+                    retries + 1,
+                    exc.message,
+                )
+                if shown and on_restart is not None:
+                    # Half an answer must not stay on screen looking final.
+                    await on_restart()
+                if exc.switch_provider or not exc.retryable or attempt == retries:
+                    raise
+                delay = self.policy.delay(attempt, exc.retry_after)
+                if delay is None:
+                    raise
+                await self.policy.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _record(self, response: Response, model: str) -> None:
+        from lib.usage import record_usage
+
+        record_usage(
+            self.runtime.db.conn(),
+            self.settings,
+            provider=response.provider,
+            model=response.model or model,
+            usage=response.usage,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            purpose=self.purpose,
+        )
+
+
+async def complete_text(
+    runtime: Runtime,
+    *,
+    system: str,
+    prompt: str,
+    model: str | None = None,
+    max_tokens: int = 1024,
+    user_id: str | None = None,
+    purpose: str = "extraction",
+) -> str:
+    """One non-streaming text answer under the same retry and fallback policy, usage recorded."""
+    async with Router(runtime, user_id=user_id, purpose=purpose) as router:
+        response = await router.complete(
+            system=system, messages=(Message.user_text(prompt),), max_tokens=max_tokens, model=model
+        )
+    return response.text
