@@ -1,0 +1,307 @@
+"""Fact extraction: durable facts about a person, pulled from their messages by the model.
+
+After a turn the user is queued (`enqueue`); the first message after a quiet spell makes the
+extraction due `extraction_debounce_seconds` later and later messages join it, so a chatty
+user costs at most one extraction call per debounce period. When due (`run_due`) the model
+reads the new messages and answers JSON facts with a confidence; those at or above
+`extraction_confidence_threshold` become knowledge (source "extraction", linked to the
+message they came from) and lines of the profile notes. A fact that updates or contradicts
+an older one supersedes it: candidates are found by similarity (hybrid search and the same
+subject), then the model decides which of them the new fact replaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import apsw
+
+from lib.config import Settings
+from lib.db import Database, one, rows
+from lib.memory import knowledge, store
+from lib.memory.forget import EXTRACTION_CURSOR_KEY
+
+log = logging.getLogger("ash.memory.extraction")
+
+# complete(system=..., prompt=..., user_id=...) -> the model's text answer.
+Complete = Callable[..., Awaitable[str]]
+
+MAX_MESSAGES_PER_RUN = 50
+MAX_CANDIDATES = 8
+
+ENQUEUE_SQL = """
+INSERT INTO extraction_queue (user_id, due_at, through_message_id) VALUES (?, ?, ?)
+ON CONFLICT (user_id) DO UPDATE SET through_message_id = max(through_message_id, excluded.through_message_id)
+"""
+DUE_SQL = "SELECT user_id, due_at, through_message_id FROM extraction_queue WHERE due_at <= ? ORDER BY due_at"
+NEW_MESSAGES_SQL = """
+SELECT id, content, created_at FROM messages
+WHERE owner_user_id = :user AND role = 'user' AND id > :after AND id <= :through AND length(content) >= :min_length
+ORDER BY id DESC LIMIT :limit
+"""
+# Done through `through`; a row that grew meanwhile stays queued for the newer messages.
+DEQUEUE_SQL = "DELETE FROM extraction_queue WHERE user_id = ? AND through_message_id <= ?"
+RESCHEDULE_SQL = "UPDATE extraction_queue SET due_at = ? WHERE user_id = ?"
+SET_CURSOR_SQL = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+EXTRACT_SYSTEM = """You maintain the long-term memory of a personal assistant.
+Read the user's messages and list durable facts about the user worth remembering in later
+conversations: identity, home, work, family, plans with dates, preferences, habits, ongoing
+projects. Skip small talk, questions, one-off requests and anything about other people
+that is not about their relation to the user. Write each fact as a short third-person
+sentence about "the user". Rate how sure you are that it is true and lasting (0 to 1).
+Answer only JSON, no prose:
+{"facts": [{"content": "The user lives in Lisbon.", "subject": "home city",
+"confidence": 0.9, "message_id": 123}]}
+Use {"facts": []} when there is nothing durable."""
+
+CHECK_SYSTEM = """You keep a personal assistant's memory consistent.
+Given a new fact about the user and older facts, list the ids of older facts that the new
+fact updates, corrects or contradicts (they are no longer true once the new one is). Facts
+that are merely related, or still true alongside the new one, are not listed.
+Answer only JSON, no prose: {"supersedes": [12, 15]} or {"supersedes": []}."""
+
+
+@dataclass
+class Fact:
+    """A fact the model proposed."""
+
+    content: str
+    confidence: float
+    subject: str | None = None
+    message_id: int | None = None
+
+
+@dataclass
+class Report:
+    """What one user's extraction did."""
+
+    user_id: str
+    messages: int = 0
+    stored: list[int] = field(default_factory=list)
+    dropped: int = 0
+    superseded: dict[int, int] = field(default_factory=dict)  # old id -> new id
+    error: str | None = None
+
+
+def enqueue(
+    conn: apsw.Connection, settings: Settings, user_id: str, message_id: int, *, now: float | None = None
+) -> bool:
+    """Queue the user for extraction through `message_id`; False when extraction is off."""
+    memory = settings.config.memory
+    if not memory.extraction_enabled:
+        return False
+    due = (time.time() if now is None else now) + memory.extraction_debounce_seconds
+    with conn:
+        conn.execute(ENQUEUE_SQL, (user_id, due, message_id))
+    return True
+
+
+def _json_object(text: str) -> dict | list | None:
+    """The first JSON object or array in a model answer (code fences and prose around it allowed)."""
+    text = re.sub(r"```(?:json)?", "", text or "")
+    for opener in ("{", "["):
+        start = text.find(opener)
+        while start != -1:
+            try:
+                value, _ = json.JSONDecoder().raw_decode(text[start:])
+                return value
+            except ValueError:
+                start = text.find(opener, start + 1)
+    return None
+
+
+def parse_facts(text: str) -> list[Fact]:
+    """Facts from the model's answer; anything malformed is skipped, never raised."""
+    value = _json_object(text)
+    items = value.get("facts", []) if isinstance(value, dict) else value if isinstance(value, list) else []
+    facts = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content")
+        try:
+            confidence = float(item.get("confidence", 0))
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(content, str) or not content.strip() or not 0 <= confidence <= 1:
+            continue
+        subject = item.get("subject")
+        message_id = item.get("message_id")
+        facts.append(
+            Fact(
+                content=content.strip(),
+                confidence=confidence,
+                subject=subject.strip() if isinstance(subject, str) and subject.strip() else None,
+                message_id=message_id if isinstance(message_id, int) else None,
+            )
+        )
+    return facts
+
+
+def parse_superseded(text: str, allowed: set[int]) -> list[int]:
+    """Ids from the check answer that were among the candidates offered."""
+    value = _json_object(text)
+    ids = value.get("supersedes", []) if isinstance(value, dict) else value if isinstance(value, list) else []
+    if not isinstance(ids, list):
+        return []
+    found = []
+    for item in ids:
+        candidate = int(item) if isinstance(item, int | str) and str(item).strip().lstrip("#").isdigit() else None
+        if candidate in allowed and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def _cursor(conn: apsw.Connection, user_id: str) -> int:
+    found = one(conn, "SELECT value FROM meta WHERE key = ?", (EXTRACTION_CURSOR_KEY.format(user_id=user_id),))
+    return int(found["value"]) if found else 0
+
+
+def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through: int) -> list[dict]:
+    params = {
+        "user": user_id,
+        "after": _cursor(conn, user_id),
+        "through": through,
+        "min_length": settings.config.memory.extraction_min_message_length,
+        "limit": MAX_MESSAGES_PER_RUN,
+    }
+    return list(reversed(rows(conn, NEW_MESSAGES_SQL, params)))
+
+
+def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
+    with conn:
+        conn.execute(SET_CURSOR_SQL, (EXTRACTION_CURSOR_KEY.format(user_id=user_id), str(through)))
+        conn.execute(DEQUEUE_SQL, (user_id, through))
+
+
+def _candidates(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact) -> list[knowledge.Knowledge]:
+    """The user's active entries most like `fact`: hybrid search hits and same-subject entries."""
+    from lib.memory import retrieval
+
+    found: dict[int, knowledge.Knowledge] = {}
+    for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=fact.content, limit=5):
+        entry = knowledge.get(conn, result.id)
+        if entry and entry.owner_user_id == user_id and entry.is_active():
+            found[entry.id] = entry
+    if fact.subject:
+        for entry in knowledge.active_facts(conn, user_id):
+            if entry.subject and entry.subject.casefold() == fact.subject.casefold():
+                found.setdefault(entry.id, entry)
+    return list(found.values())[:MAX_CANDIDATES]
+
+
+def _extract_prompt(messages: list[dict], known: list[knowledge.Knowledge]) -> str:
+    lines = ["Facts already known (do not repeat them unless they changed):"]
+    lines += [f"- {k.content}" for k in known[-30:]] or ["- (none)"]
+    lines.append("\nNew messages from the user:")
+    lines += [f"[message_id {m['id']}, {m['created_at'][:10]}] {m['content']}" for m in messages]
+    return "\n".join(lines)
+
+
+def _check_prompt(fact: Fact, candidates: list[knowledge.Knowledge]) -> str:
+    older = "\n".join(f"[{c.id}] {c.content} (recorded {c.created_at[:10]})" for c in candidates)
+    return f"New fact: {fact.content}\n\nOlder facts:\n{older}"
+
+
+def _update_notes(conn: apsw.Connection, user_id: str, added: list[str], removed: list[str]) -> None:
+    """Append new facts as note lines and drop the lines of facts they superseded."""
+    profile = store.get_profile(conn, user_id)
+    lines = profile.notes.splitlines() if profile else []
+    gone = {f"- {text}".casefold() for text in removed}
+    lines = [line for line in lines if line.strip().casefold() not in gone]
+    lines += [f"- {text}" for text in added if f"- {text}".casefold() not in {x.casefold() for x in lines}]
+    store.set_notes(conn, user_id, "\n".join(lines).strip())
+
+
+async def extract_for_user(db: Database, settings: Settings, user_id: str, through: int, complete: Complete) -> Report:
+    """Run one extraction for the user's messages up to `through`."""
+    report = Report(user_id=user_id)
+    memory = settings.config.memory
+
+    def load() -> tuple[list[dict], list[knowledge.Knowledge]]:
+        conn = db.conn()
+        return _load_batch(conn, settings, user_id, through), knowledge.active_facts(conn, user_id)
+
+    messages, known = await asyncio.to_thread(load)
+    report.messages = len(messages)
+    if not messages:
+        await asyncio.to_thread(_finish, db.conn(), user_id, through)
+        return report
+    try:
+        answer = await complete(system=EXTRACT_SYSTEM, prompt=_extract_prompt(messages, known), user_id=user_id)
+    except Exception as exc:
+        # The model is down or refused: keep the queue row and try again later.
+        report.error = f"{type(exc).__name__}: {exc}"
+        log.warning("extraction for user %s failed, retrying later: %s", user_id, report.error)
+        retry_at = time.time() + max(memory.extraction_debounce_seconds, 1.0) * 4
+        await asyncio.to_thread(lambda: db.conn().execute(RESCHEDULE_SQL, (retry_at, user_id)))
+        return report
+    facts = parse_facts(answer)
+    known_texts = {k.content.casefold() for k in known}
+    message_ids = {m["id"] for m in messages}
+    kept = []
+    for fact in facts:
+        if fact.confidence < memory.extraction_confidence_threshold or fact.content.casefold() in known_texts:
+            report.dropped += 1
+            continue
+        known_texts.add(fact.content.casefold())
+        if fact.message_id not in message_ids:
+            fact.message_id = messages[-1]["id"]
+        kept.append(fact)
+    for fact in kept:
+        candidates = await asyncio.to_thread(_candidates, db.conn(), settings, user_id, fact)
+        replaced: list[int] = []
+        if candidates:
+            try:
+                verdict = await complete(system=CHECK_SYSTEM, prompt=_check_prompt(fact, candidates), user_id=user_id)
+                replaced = parse_superseded(verdict, {c.id for c in candidates})
+            except Exception as exc:
+                # Without a verdict both facts stay active; a later run can still settle it.
+                log.warning("supersession check for user %s failed: %s", user_id, exc)
+        removed = [c.content for c in candidates if c.id in replaced]
+
+        def store_fact(fact: Fact = fact, replaced: list[int] = replaced, removed: list[str] = removed) -> int:
+            conn = db.conn()
+            with conn:
+                new_id = knowledge.add(
+                    conn,
+                    settings,
+                    fact.content,
+                    owner_user_id=user_id,
+                    subject=fact.subject,
+                    confidence=fact.confidence,
+                    source="extraction",
+                    source_message_id=fact.message_id,
+                )
+                for old_id in replaced:
+                    knowledge.supersede(conn, old_id, new_id)
+                _update_notes(conn, user_id, [fact.content], removed)
+            return new_id
+
+        new_id = await asyncio.to_thread(store_fact)
+        report.stored.append(new_id)
+        report.superseded.update(dict.fromkeys(replaced, new_id))
+    await asyncio.to_thread(_finish, db.conn(), user_id, through)
+    log.info(
+        "extraction for user %s: %d messages, %d facts stored, %d dropped, %d superseded",
+        user_id,
+        report.messages,
+        len(report.stored),
+        report.dropped,
+        len(report.superseded),
+    )
+    return report
+
+
+async def run_due(db: Database, settings: Settings, complete: Complete, *, now: float | None = None) -> list[Report]:
+    """Run every extraction whose debounce has passed; returns one report per user."""
+    moment = time.time() if now is None else now
+    due = await asyncio.to_thread(lambda: rows(db.conn(), DUE_SQL, (moment,)))
+    return [await extract_for_user(db, settings, r["user_id"], r["through_message_id"], complete) for r in due]

@@ -1,0 +1,221 @@
+"""Forgetting that really deletes: rows, index chunks, FTS entries, vectors, cached embeddings.
+
+Deletion runs with `PRAGMA secure_delete = ON` (freed pages are zeroed), the FTS index is
+merged afterwards so deleted tokens leave its segments, and the WAL is checkpointed so old
+page images do not linger in it. The audit log records counts and ids, never content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import apsw
+
+from lib.config import Settings
+from lib.db import one, rows
+from lib.memory import knowledge, store
+
+USER_MESSAGES_SQL = "SELECT id FROM messages WHERE owner_user_id = ?"
+USER_MEMORIES_SQL = "SELECT id FROM memories WHERE owner_user_id = ?"
+# The content hashes of a set of index chunks: their embeddings are cached under these.
+CHUNK_HASHES_SQL = "SELECT DISTINCT content_hash FROM search_chunks WHERE kind = ? AND ref_id = ?"
+HASH_STILL_USED_SQL = "SELECT 1 FROM search_chunks WHERE content_hash = ? LIMIT 1"
+# Sessions whose transcript included the person: their compaction summaries may quote them.
+TOUCHED_SESSIONS_SQL = "SELECT DISTINCT session_id FROM messages WHERE owner_user_id = ?"
+EMPTY_OWN_SESSIONS_SQL = """
+SELECT id FROM sessions s
+WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
+"""
+# The answer that followed a message in its session (it usually repeats what was said).
+ANSWER_AFTER_SQL = """
+SELECT id FROM messages
+WHERE session_id = :session AND id > :id AND role = 'assistant'
+  AND id < coalesce((SELECT min(id) FROM messages WHERE session_id = :session AND id > :id AND role = 'user'),
+                    9223372036854775807)
+ORDER BY id LIMIT 1
+"""
+SESSIONS_OF_SQL = "SELECT DISTINCT session_id FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+SESSION_TURNS_SQL = "SELECT id FROM messages WHERE session_id = ? AND role IN ('user', 'assistant') ORDER BY id"
+EXTRACTION_CURSOR_KEY = "extraction.through.{user_id}"
+
+
+@contextmanager
+def secure_delete(conn: apsw.Connection) -> Iterator[None]:
+    """Zero freed content while deleting, then purge FTS segments and the WAL."""
+    conn.pragma("secure_delete", True)
+    try:
+        yield
+    finally:
+        conn.pragma("secure_delete", False)
+    # Deleted FTS5 tokens stay in old segments until they are merged.
+    conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
+    conn.pragma("wal_checkpoint", "TRUNCATE")
+
+
+def _index():
+    from lib.memory import index
+
+    return index
+
+
+def _unindex_collecting_hashes(conn: apsw.Connection, kind: str, ref_ids: list[int]) -> set[str]:
+    """Drop the index rows of `ref_ids`; returns the content hashes their chunks had."""
+    hashes: set[str] = set()
+    index = _index()
+    for ref_id in ref_ids:
+        hashes.update(r["content_hash"] for r in rows(conn, CHUNK_HASHES_SQL, (kind, ref_id)))
+        index.unindex(conn, kind, ref_id)
+    return hashes
+
+
+def _surviving_neighbours(conn: apsw.Connection, doomed: list[int]) -> list[int]:
+    """Messages that stay but sit next to a deleted one: their chunks quote it and are rebuilt."""
+    gone = set(doomed)
+    neighbours: set[int] = set()
+    for row in rows(conn, SESSIONS_OF_SQL, (json.dumps(doomed),)):
+        turns = [r["id"] for r in rows(conn, SESSION_TURNS_SQL, (row["session_id"],))]
+        for i, message_id in enumerate(turns):
+            if message_id in gone:
+                continue
+            if (i > 0 and turns[i - 1] in gone) or (i + 1 < len(turns) and turns[i + 1] in gone):
+                neighbours.add(message_id)
+    return sorted(neighbours)
+
+
+def _drop_cached_embeddings(conn: apsw.Connection, hashes: set[str]) -> int:
+    """Delete cached embeddings of texts no remaining chunk uses."""
+    dropped = 0
+    for content_hash in hashes:
+        if one(conn, HASH_STILL_USED_SQL, (content_hash,)) is None:
+            conn.execute("DELETE FROM embedding_cache WHERE content_hash = ?", (content_hash,))
+            dropped += conn.changes()
+    return dropped
+
+
+def _delete_messages(conn: apsw.Connection, message_ids: list[int]) -> int:
+    deleted = 0
+    for message_id in message_ids:
+        conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+        deleted += conn.changes()
+    return deleted
+
+
+def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: str) -> dict:
+    """Delete everything Ash holds about a person; returns counts (what `/forget` does)."""
+    message_ids = [r["id"] for r in rows(conn, USER_MESSAGES_SQL, (user_id,))]
+    memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
+    touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, (user_id,))]
+    neighbours = _surviving_neighbours(conn, message_ids)
+    with secure_delete(conn), conn:
+        hashes = _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
+        hashes |= _unindex_collecting_hashes(conn, "memory", memory_ids)
+        memories = 0
+        for memory_id in memory_ids:
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            memories += conn.changes()
+        messages = _delete_messages(conn, message_ids)
+        _index().index_messages(conn, settings, neighbours)
+        for session_id in touched:
+            conn.execute("UPDATE sessions SET summary = NULL, summary_through = NULL WHERE id = ?", (session_id,))
+        empty = [r["id"] for r in rows(conn, EMPTY_OWN_SESSIONS_SQL, (user_id,))]
+        for session_id in empty:
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        conn.execute("DELETE FROM tool_executions WHERE user_id = ?", (user_id,))
+        tools = conn.changes()
+        conn.execute("DELETE FROM user_profiles WHERE user_id = ?", (user_id,))
+        profile = conn.changes()
+        conn.execute("DELETE FROM extraction_queue WHERE user_id = ?", (user_id,))
+        conn.execute("DELETE FROM meta WHERE key = ?", (EXTRACTION_CURSOR_KEY.format(user_id=user_id),))
+        cached = _drop_cached_embeddings(conn, hashes)
+        counts = {
+            "messages": messages,
+            "memories": memories,
+            "sessions": len(empty),
+            "tool_executions": tools,
+            "profile": profile,
+            "cached_embeddings": cached,
+        }
+        store.audit(conn, actor, "forget_user", user_id, **counts)
+    return counts
+
+
+def resolve_target(
+    conn: apsw.Connection, settings: Settings, user_id: str | None, target: int | str, *, include_global: bool = False
+) -> knowledge.Knowledge | None:
+    """The entry `target` names: an id, or the best match of a query among the user's entries."""
+    if isinstance(target, int) or (isinstance(target, str) and target.strip().lstrip("#").isdigit()):
+        entry = knowledge.get(conn, int(str(target).strip().lstrip("#")))
+        if entry is None or not _may_delete(entry, user_id, include_global):
+            return None
+        return entry
+    if user_id is None:
+        raise ValueError("forgetting by query needs a user id")
+    from lib.memory import retrieval
+
+    for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=str(target), limit=10):
+        entry = knowledge.get(conn, result.id)
+        if entry is not None and _may_delete(entry, user_id, include_global):
+            return entry
+    return None
+
+
+def _may_delete(entry: knowledge.Knowledge, user_id: str | None, include_global: bool) -> bool:
+    if user_id is None or entry.owner_user_id == user_id:
+        return True
+    return include_global and entry.is_global
+
+
+def forget_memory(
+    conn: apsw.Connection,
+    settings: Settings,
+    user_id: str | None,
+    memory_id_or_query: int | str,
+    actor: str,
+    *,
+    include_global: bool = False,
+) -> dict | None:
+    """Delete one entry, the older versions it superseded, and the messages they came from
+    (with the answers to them). `user_id` None means any owner (the operator). Returns counts
+    and ids, or None when nothing matched."""
+    entry = resolve_target(conn, settings, user_id, memory_id_or_query, include_global=include_global)
+    if entry is None:
+        return None
+    memory_ids = knowledge.chain_ids(conn, entry.id)
+    sources = [
+        r["source_message_id"]
+        for memory_id in memory_ids
+        if (r := one(conn, "SELECT source_message_id FROM memories WHERE id = ?", (memory_id,)))
+        and r["source_message_id"] is not None
+    ]
+    message_ids: list[int] = []
+    for message_id in sources:
+        found = one(conn, "SELECT id, session_id FROM messages WHERE id = ?", (message_id,))
+        if found is None:
+            continue
+        message_ids.append(found["id"])
+        answer = one(conn, ANSWER_AFTER_SQL, {"session": found["session_id"], "id": found["id"]})
+        if answer:
+            message_ids.append(answer["id"])
+    message_ids = sorted(set(message_ids))
+    neighbours = _surviving_neighbours(conn, message_ids)
+    with secure_delete(conn), conn:
+        hashes = _unindex_collecting_hashes(conn, "memory", memory_ids)
+        hashes |= _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
+        memories = 0
+        for memory_id in memory_ids:
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            memories += conn.changes()
+        messages = _delete_messages(conn, message_ids)
+        _index().index_messages(conn, settings, neighbours)
+        cached = _drop_cached_embeddings(conn, hashes)
+        result = {
+            "memories": memories,
+            "messages": messages,
+            "cached_embeddings": cached,
+            "memory_ids": memory_ids,
+            "message_ids": message_ids,
+        }
+        store.audit(conn, actor, "forget_memory", entry.owner_user_id or "global", **result)
+    return result

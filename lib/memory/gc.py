@@ -1,0 +1,56 @@
+"""Memory garbage collection: expired entries, orphaned index rows, and the `max_entries` cap.
+
+Value, for eviction under `max_entries` (per owner): superseded entries go first (their newer
+version stays), then the lowest confidence, then the oldest. Deleting an entry also deletes
+the older versions it superseded, so none of them comes back into retrieval.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from lib.config import Settings
+from lib.db import now_iso, rows
+from lib.memory import knowledge, store
+
+EXPIRED_SQL = "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY id"
+# Rank each owner's entries from most to least valuable; those past the cap are evicted.
+OVER_CAP_SQL = """
+SELECT id FROM (
+    SELECT id, row_number() OVER (
+        PARTITION BY coalesce(owner_user_id, '')
+        ORDER BY (superseded_by IS NULL) DESC, confidence DESC, created_at DESC, id DESC
+    ) AS rank
+    FROM memories
+)
+WHERE rank > ? ORDER BY id
+"""
+
+
+def _delete_with_history(conn: apsw.Connection, memory_ids: list[int]) -> int:
+    doomed: list[int] = []
+    seen: set[int] = set()
+    for memory_id in memory_ids:
+        for chained in knowledge.chain_ids(conn, memory_id):
+            if chained not in seen:
+                seen.add(chained)
+                doomed.append(chained)
+    return knowledge.delete(conn, doomed)
+
+
+def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None, actor: str = "gc") -> dict:
+    """Remove expired entries, prune orphaned index rows, enforce `max_entries`; returns counts."""
+    from lib.memory import index
+
+    now = now or now_iso()
+    with conn:
+        expired = _delete_with_history(conn, [r["id"] for r in rows(conn, EXPIRED_SQL, (now,))])
+        cap = settings.config.memory.max_entries
+        evicted = 0
+        if cap is not None:
+            evicted = _delete_with_history(conn, [r["id"] for r in rows(conn, OVER_CAP_SQL, (max(cap, 0),))])
+        orphans = index.prune_orphans(conn)
+        counts = {"expired": expired, "evicted": evicted, "orphans": orphans}
+        if expired or evicted or orphans:
+            store.audit(conn, actor, "memory_gc", None, **counts)
+    return counts

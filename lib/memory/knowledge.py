@@ -1,0 +1,255 @@
+"""Knowledge entries: facts and notes with an owner, a confidence, an optional expiry and a
+supersession link (an updated fact keeps the old one, marked and linked, out of retrieval).
+
+Every write keeps the search index in step through `lib.memory.index`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import apsw
+
+from lib.config import Settings
+from lib.db import now_iso, one, rows
+from lib.memory import store
+
+# An entry retrieval may return: not superseded, not expired.
+ACTIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now)"
+
+COLUMNS = """id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
+superseded_by, superseded_at, source_message_id, metadata"""
+
+INSERT_SQL = """
+INSERT INTO memories (content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
+                      source_message_id, metadata)
+VALUES (:content, :source, :owner, :is_global, :subject, :confidence, :now, :expires_at, :source_message_id,
+        :metadata)
+"""
+GET_SQL = f"SELECT {COLUMNS} FROM memories WHERE id = ?"
+LIST_SQL = f"""
+SELECT {COLUMNS} FROM memories
+WHERE (:owner IS NULL OR owner_user_id = :owner OR (:with_global AND is_global = 1))
+  AND (:inactive OR ({ACTIVE_SQL}))
+ORDER BY created_at DESC, id DESC
+LIMIT :limit OFFSET :offset
+"""
+SUPERSEDE_SQL = "UPDATE memories SET superseded_by = :new, superseded_at = :now WHERE id = :old AND id != :new"
+# The entry and every older version it replaced, directly or through a chain.
+CHAIN_SQL = """
+WITH RECURSIVE chain(id) AS (
+    SELECT :id
+    UNION
+    SELECT m.id FROM memories m JOIN chain c ON m.superseded_by = c.id
+)
+SELECT id FROM chain
+"""
+ACTIVE_FACTS_SQL = f"""
+SELECT {COLUMNS} FROM memories
+WHERE owner_user_id = :owner AND {ACTIVE_SQL}
+ORDER BY created_at, id
+"""
+STATS_SQL = """
+SELECT count(*) AS total,
+       coalesce(sum(superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now)), 0) AS active,
+       coalesce(sum(superseded_by IS NOT NULL), 0) AS superseded,
+       coalesce(sum(expires_at IS NOT NULL AND expires_at <= :now), 0) AS expired,
+       coalesce(sum(is_global), 0) AS global
+FROM memories WHERE (:owner IS NULL OR owner_user_id = :owner)
+"""
+BY_SOURCE_SQL = """
+SELECT source, count(*) AS n FROM memories WHERE (:owner IS NULL OR owner_user_id = :owner)
+GROUP BY source ORDER BY n DESC
+"""
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """One knowledge entry as stored."""
+
+    id: int
+    content: str
+    source: str
+    owner_user_id: str | None
+    is_global: bool
+    subject: str | None
+    confidence: float
+    created_at: str
+    expires_at: str | None
+    superseded_by: int | None
+    superseded_at: str | None
+    source_message_id: int | None
+    metadata: dict
+
+    def is_active(self, now: str | None = None) -> bool:
+        """Neither superseded nor expired."""
+        now = now or now_iso()
+        return self.superseded_by is None and (self.expires_at is None or self.expires_at > now)
+
+
+def _entry(row: dict) -> Knowledge:
+    return Knowledge(**{**row, "is_global": bool(row["is_global"]), "metadata": json.loads(row["metadata"])})
+
+
+_RELATIVE = re.compile(r"^\+?\s*(\d+)\s*(m|min|h|d|w)$", re.IGNORECASE)
+_UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_expiry(text: str | None, *, now: datetime | None = None) -> str | None:
+    """An expiry as stored (UTC ISO with Z) from ISO 8601 (`2026-05-01`, `2026-05-01T18:00+02:00`;
+    a time without zone is UTC) or a span from now (`30m`, `12h`, `7d`, `2w`). Raises ValueError."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    now = now or datetime.now(UTC)
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = int(relative.group(1)), relative.group(2).lower()
+        moment = now + timedelta(**{_UNITS[unit]: amount})
+    else:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"expires_at: expected an ISO 8601 date or time (2026-05-01, 2026-05-01T18:00Z) "
+                f"or a span such as 12h or 7d, got {text!r}"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _index():
+    # The retrieval engine pulls in the embedding model's code; loaded only when a write needs it.
+    from lib.memory import index
+
+    return index
+
+
+def add(
+    conn: apsw.Connection,
+    settings: Settings,
+    content: str,
+    *,
+    owner_user_id: str | None,
+    is_global: bool = False,
+    subject: str | None = None,
+    confidence: float = 1.0,
+    expires_at: str | None = None,
+    source: str = "user",
+    source_message_id: int | None = None,
+    metadata: dict | None = None,
+) -> int:
+    """Store a knowledge entry and index it; returns its id. Raises ValueError on bad input."""
+    content = content.strip()
+    if not content:
+        raise ValueError("content: a knowledge entry needs some text")
+    if owner_user_id is None and not is_global:
+        raise ValueError("an entry needs an owner (user id) unless it is global")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"confidence: expected a number from 0 to 1, got {confidence}")
+    params = {
+        "content": content,
+        "source": source,
+        "owner": owner_user_id,
+        "is_global": int(is_global),
+        "subject": subject,
+        "confidence": confidence,
+        "now": now_iso(),
+        "expires_at": parse_expiry(expires_at),
+        "source_message_id": source_message_id,
+        "metadata": json.dumps(metadata or {}),
+    }
+    with conn:
+        conn.execute(INSERT_SQL, params)
+        memory_id = conn.last_insert_rowid()
+        _index().index_memory(conn, settings, memory_id)
+    return memory_id
+
+
+def get(conn: apsw.Connection, memory_id: int) -> Knowledge | None:
+    """One entry by id, or None."""
+    found = one(conn, GET_SQL, (memory_id,))
+    return _entry(found) if found else None
+
+
+def list_entries(
+    conn: apsw.Connection,
+    *,
+    owner_user_id: str | None = None,
+    include_global: bool = False,
+    include_inactive: bool = False,
+    limit: int = 50,
+    offset: int = 0,
+) -> list[Knowledge]:
+    """Entries newest first: one owner's (plus global ones if asked) or everyone's (owner None)."""
+    params = {
+        "owner": owner_user_id,
+        "with_global": int(include_global),
+        "inactive": int(include_inactive),
+        "now": now_iso(),
+        "limit": limit,
+        "offset": offset,
+    }
+    return [_entry(r) for r in rows(conn, LIST_SQL, params)]
+
+
+def active_facts(conn: apsw.Connection, user_id: str) -> list[Knowledge]:
+    """The user's own entries that are neither superseded nor expired, oldest first."""
+    return [_entry(r) for r in rows(conn, ACTIVE_FACTS_SQL, {"owner": user_id, "now": now_iso()})]
+
+
+def chain_ids(conn: apsw.Connection, memory_id: int) -> list[int]:
+    """The entry and every older version it superseded."""
+    return [r["id"] for r in rows(conn, CHAIN_SQL, {"id": memory_id})]
+
+
+def delete(conn: apsw.Connection, memory_ids: list[int]) -> int:
+    """Delete entries and their index rows; returns how many rows went."""
+    deleted = 0
+    with conn:
+        for memory_id in memory_ids:
+            _index().unindex(conn, "memory", memory_id)
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            deleted += conn.changes()
+    return deleted
+
+
+def supersede(conn: apsw.Connection, old_id: int, new_id: int) -> None:
+    """Mark `old_id` as replaced by `new_id`: kept, linked, out of retrieval."""
+    with conn:
+        conn.execute(SUPERSEDE_SQL, {"old": old_id, "new": new_id, "now": now_iso()})
+        new = one(conn, "SELECT metadata FROM memories WHERE id = ?", (new_id,))
+        if new is not None:
+            meta = json.loads(new["metadata"])
+            meta["supersedes"] = sorted({*meta.get("supersedes", []), old_id})
+            conn.execute("UPDATE memories SET metadata = ? WHERE id = ?", (json.dumps(meta), new_id))
+
+
+def stats(conn: apsw.Connection, owner_user_id: str | None = None) -> dict:
+    """Counts of entries: total, active, superseded, expired, global, by source."""
+    params = {"owner": owner_user_id, "now": now_iso()}
+    counts = one(conn, STATS_SQL, params) or {}
+    counts["by_source"] = {r["source"]: r["n"] for r in rows(conn, BY_SOURCE_SQL, params)}
+    return counts
+
+
+def describe_user(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
+    """What Ash knows about a person, as plain text: profile notes and active facts."""
+    profile = store.get_profile(conn, user_id)
+    facts = active_facts(conn, user_id)
+    parts = []
+    if profile and profile.notes.strip():
+        parts.append("Notes:\n" + profile.notes.strip())
+    if facts:
+        lines = []
+        for fact in facts:
+            until = f" (until {fact.expires_at[:16].replace('T', ' ')} UTC)" if fact.expires_at else ""
+            lines.append(f"#{fact.id} {fact.content}{until}")
+        parts.append("Facts:\n" + "\n".join(lines))
+    if not parts:
+        return "I don't know anything about you yet."
+    return "\n\n".join(parts)

@@ -1,0 +1,139 @@
+"""The agent's memory tools: `remember`, `recall` and `forget`, always scoped to the asking user.
+
+The user id comes from the tool context (who is talking), never from the model's arguments,
+so one person can never read or delete another person's memory through these tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+
+from lib.config import Settings
+from lib.tools.base import ToolContext, ToolResult
+
+RECALL_LIMIT = 8
+
+
+def _db_and_settings(context: ToolContext) -> tuple[Any, Settings]:
+    return context.services["db"], context.services["settings"]
+
+
+class Remember:
+    """Store a fact or note for the user."""
+
+    name: ClassVar[str] = "remember"
+    description: ClassVar[str] = (
+        "Save a fact, preference or note about the user to long-term memory so it can be recalled in later "
+        "conversations. Use when the user asks you to remember something or states something lasting about "
+        "themselves. Optionally give expires_at for things that stop being true (ISO 8601 like 2026-05-01 or "
+        "2026-05-01T18:00Z, or a span like 12h, 7d, 2w)."
+    )
+
+    class Input(msgspec.Struct, forbid_unknown_fields=True):
+        content: Annotated[str, msgspec.Meta(min_length=1, description="The fact or note, as one sentence.")]
+        expires_at: Annotated[
+            str | None, msgspec.Meta(description="When it stops being true: ISO 8601 or a span such as 7d.")
+        ] = None
+
+    async def execute(self, args: Remember.Input, context: ToolContext) -> ToolResult:
+        """Store the entry for the asking user."""
+        from lib.memory import knowledge
+
+        db, settings = _db_and_settings(context)
+
+        def add() -> int:
+            return knowledge.add(
+                db.conn(),
+                settings,
+                args.content,
+                owner_user_id=context.user_id,
+                expires_at=args.expires_at,
+                source="tool",
+            )
+
+        try:
+            memory_id = await asyncio.to_thread(add)
+        except ValueError as exc:
+            return ToolResult(output=str(exc), is_error=True)
+        return ToolResult(output=f"Remembered (memory #{memory_id}).", metadata={"memory_id": memory_id})
+
+
+class Recall:
+    """Search the user's memory."""
+
+    name: ClassVar[str] = "recall"
+    description: ClassVar[str] = (
+        "Search the user's long-term memory (saved facts and past conversations) by meaning and by words. "
+        "Returns matching entries with their ids; use an id with `forget` to delete one."
+    )
+
+    class Input(msgspec.Struct, forbid_unknown_fields=True):
+        query: Annotated[str, msgspec.Meta(min_length=1, description="What to look for, in a few words.")]
+
+    async def execute(self, args: Recall.Input, context: ToolContext) -> ToolResult:
+        """Search what the asking user may see."""
+        from lib.memory import retrieval
+
+        db, settings = _db_and_settings(context)
+
+        def search() -> list:
+            return retrieval.search_all(
+                db.conn(), settings, user_id=context.user_id, query=args.query, limit=RECALL_LIMIT
+            )
+
+        results = await asyncio.to_thread(search)
+        if not results:
+            return ToolResult(output="Nothing found in memory for that.")
+        lines = []
+        for r in results:
+            when = str(r.metadata.get("created_at", ""))[:10]
+            label = f"memory #{r.id}" if r.source_type == "knowledge" else f"message from {when or 'earlier'}"
+            lines.append(f"- [{label}] {r.content}")
+        return ToolResult(output="\n".join(lines), metadata={"ids": [r.id for r in results]})
+
+
+class Forget:
+    """Delete one of the user's memories."""
+
+    name: ClassVar[str] = "forget"
+    description: ClassVar[str] = (
+        "Permanently delete one of the user's saved memories, together with the messages it came from. Give "
+        "the memory id from `recall` (preferred) or a query describing it; the best match is deleted."
+    )
+
+    class Input(msgspec.Struct, forbid_unknown_fields=True):
+        id: Annotated[int | None, msgspec.Meta(description="The memory id, as shown by recall.")] = None
+        query: Annotated[str | None, msgspec.Meta(description="Words describing the memory to delete.")] = None
+
+    async def execute(self, args: Forget.Input, context: ToolContext) -> ToolResult:
+        """Forget one entry of the asking user (the owner may also forget global entries)."""
+        from lib.memory import forget
+
+        target = args.id if args.id is not None else (args.query or "").strip()
+        if target == "":
+            return ToolResult(output="Give the memory id or a query describing it.", is_error=True)
+        db, settings = _db_and_settings(context)
+
+        def run() -> dict | None:
+            return forget.forget_memory(
+                db.conn(), settings, context.user_id, target, f"user:{context.user_id}", include_global=context.is_owner
+            )
+
+        result = await asyncio.to_thread(run)
+        if result is None:
+            return ToolResult(output="No matching memory of this user was found; nothing was deleted.", is_error=True)
+        ids = ", ".join(f"#{i}" for i in result["memory_ids"])
+        return ToolResult(
+            output=f"Forgot memory {ids} and {result['messages']} message(s) it came from.", metadata=result
+        )
+
+
+TOOLS = [Remember(), Recall(), Forget()]
+
+
+def enabled(settings: Settings) -> bool:
+    """Memory tools need nothing beyond the database, so they are always on."""
+    return True
