@@ -1,0 +1,260 @@
+"""The durable update inbox: store once, claim one chat at a time in order, lease, finish, prune.
+
+Every state change is one conditional UPDATE, so two server processes on one database never
+claim the same update and never run two updates of one chat at once. A claim is a lease:
+the holder renews it while a turn runs; once it expires anyone may take the update over.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import apsw
+
+from lib.db import now_iso, one, rows
+
+STORE_SQL = """
+INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+
+# The oldest claimable update whose chat has nothing earlier still open. A chat whose head is
+# claimed under a live lease therefore offers nothing. One statement: atomic across processes.
+CLAIM_SQL = """
+UPDATE inbox SET status = 'claimed', claimed_by = :worker, lease_until = :lease, attempts = attempts + 1
+WHERE bot_id = :bot AND update_id = (
+    SELECT i.update_id FROM inbox AS i
+    WHERE i.bot_id = :bot
+      AND (
+        (i.status = 'pending' AND coalesce(i.not_before, 0) <= :now)
+        OR (i.status = 'claimed' AND i.lease_until < :now)
+      )
+      AND NOT EXISTS (
+        SELECT 1 FROM inbox AS e
+        WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key AND e.update_id < i.update_id
+          AND e.status IN ('pending', 'claimed')
+      )
+    ORDER BY i.update_id
+    LIMIT 1
+)
+RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, received_at
+"""
+
+RENEW_SQL = """
+UPDATE inbox SET lease_until = ? WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
+"""
+
+RELEASE_SQL = """
+UPDATE inbox SET status = 'pending', claimed_by = NULL, lease_until = NULL,
+    attempts = max(attempts - :uncount, 0), not_before = :not_before, last_error = coalesce(:error, last_error)
+WHERE bot_id = :bot AND update_id = :update_id AND status = 'claimed' AND claimed_by = :worker
+"""
+
+FINISH_SQL = """
+UPDATE inbox SET status = :status, claimed_by = NULL, lease_until = NULL, done_at = :done_at,
+    last_error = coalesce(:error, last_error)
+WHERE bot_id = :bot AND update_id = :update_id AND status = 'claimed' AND claimed_by = :worker
+"""
+
+RELEASE_ALL_SQL = """
+UPDATE inbox SET status = 'pending', claimed_by = NULL, lease_until = NULL, attempts = max(attempts - 1, 0)
+WHERE bot_id = ? AND status = 'claimed' AND claimed_by = ?
+"""
+
+RECORD_REPLY_SQL = """
+UPDATE inbox SET reply_chat_id = ?, reply_message_id = ?
+WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
+"""
+
+PRUNE_SQL = """
+DELETE FROM inbox WHERE status IN ('done', 'failed', 'skipped') AND done_at < ?
+"""
+
+CLAIMED_BY_SQL = "SELECT DISTINCT claimed_by FROM inbox WHERE bot_id = ? AND status = 'claimed'"
+
+PENDING_STOPS_SQL = """
+SELECT update_id, chat_key, payload FROM inbox
+WHERE bot_id = ? AND status = 'pending' AND kind = 'stop' AND chat_key = ?
+ORDER BY update_id
+"""
+
+TAKE_PENDING_SQL = """
+UPDATE inbox SET status = 'done', done_at = ?, last_error = ?
+WHERE bot_id = ? AND update_id = ? AND status = 'pending'
+"""
+
+ALBUM_SQL = """
+SELECT update_id, payload, received_at FROM inbox
+WHERE bot_id = ? AND chat_key = ? AND kind = 'album' AND status = 'pending' AND update_id > ?
+ORDER BY update_id
+"""
+
+COUNTS_SQL = "SELECT status, count(*) AS n FROM inbox GROUP BY status"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An update this worker holds under a lease."""
+
+    update_id: int
+    chat_key: str | None
+    kind: str
+    payload: bytes
+    attempts: int
+    reply_chat_id: str | None
+    reply_message_id: int | None
+    received_at: str
+
+
+def worker_id() -> str:
+    """host:pid:random, so a restarted process can tell its dead predecessor's claims apart."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def store(conn: apsw.Connection, bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes) -> bool:
+    """Keep an update; False when (bot_id, update_id) was already stored (a repeat delivery)."""
+    conn.execute(STORE_SQL, (bot_id, update_id, chat_key, kind, payload, now_iso()))
+    return conn.changes() > 0
+
+
+def claim(
+    conn: apsw.Connection, bot_id: int, worker: str, lease_seconds: float, now: float | None = None
+) -> Claim | None:
+    """Claim the next update that may run now, or None."""
+    now = time.time() if now is None else now
+    found = rows(conn, CLAIM_SQL, {"worker": worker, "lease": now + lease_seconds, "bot": bot_id, "now": now})
+    return Claim(**found[0]) if found else None
+
+
+def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:
+    """Extend this worker's lease; False when it was lost (expired and taken over)."""
+    conn.execute(RENEW_SQL, (time.time() + lease_seconds, bot_id, update_id, worker))
+    return conn.changes() > 0
+
+
+def release(
+    conn: apsw.Connection,
+    bot_id: int,
+    update_id: int,
+    worker: str,
+    *,
+    delay: float = 0.0,
+    error: str | None = None,
+    count_attempt: bool = True,
+) -> bool:
+    """Give an update back: pending again after `delay` seconds (a retry or a wait)."""
+    conn.execute(
+        RELEASE_SQL,
+        {
+            "uncount": 0 if count_attempt else 1,
+            "not_before": time.time() + delay if delay else None,
+            "error": error,
+            "bot": bot_id,
+            "update_id": update_id,
+            "worker": worker,
+        },
+    )
+    return conn.changes() > 0
+
+
+def finish(
+    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, status: str = "done", error: str | None = None
+) -> bool:
+    """Mark a claimed update done, failed or skipped; False when this worker no longer holds it."""
+    conn.execute(
+        FINISH_SQL,
+        {
+            "status": status,
+            "done_at": now_iso(),
+            "error": error,
+            "bot": bot_id,
+            "update_id": update_id,
+            "worker": worker,
+        },
+    )
+    return conn.changes() > 0
+
+
+def release_all(conn: apsw.Connection, bot_id: int, worker: str) -> int:
+    """Release every claim this worker holds (shutdown); the attempt is not counted."""
+    conn.execute(RELEASE_ALL_SQL, (bot_id, worker))
+    return conn.changes()
+
+
+def release_dead(conn: apsw.Connection, bot_id: int, me: str) -> int:
+    """Release claims of dead processes on this host at once instead of waiting out their lease."""
+    host, pid, token = me.rsplit(":", 2)
+    freed = 0
+    for (holder,) in conn.execute(CLAIMED_BY_SQL, (bot_id,)).fetchall():
+        try:
+            their_host, their_pid, their_token = holder.rsplit(":", 2)
+        except (AttributeError, ValueError):
+            continue
+        if their_host != host or their_token == token:
+            continue
+        if their_pid != pid and _alive(int(their_pid)):
+            continue
+        conn.execute(
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, lease_until = NULL "
+            "WHERE bot_id = ? AND status = 'claimed' AND claimed_by = ?",
+            (bot_id, holder),
+        )
+        freed += conn.changes()
+    return freed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def record_reply(
+    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, chat_id: str, message_id: int
+) -> bool:
+    """Remember the message a turn started, so a resumed turn edits it instead of sending another."""
+    conn.execute(RECORD_REPLY_SQL, (chat_id, message_id, bot_id, update_id, worker))
+    return conn.changes() > 0
+
+
+def pending_stops(conn: apsw.Connection, bot_id: int, chat_key: str) -> list[dict]:
+    """/stop updates waiting behind a running turn of this chat."""
+    return rows(conn, PENDING_STOPS_SQL, (bot_id, chat_key))
+
+
+def take_pending(conn: apsw.Connection, bot_id: int, update_id: int, note: str) -> bool:
+    """Mark a pending update done out of order (a /stop, an album sibling); False if gone."""
+    conn.execute(TAKE_PENDING_SQL, (now_iso(), note, bot_id, update_id))
+    return conn.changes() > 0
+
+
+def album_siblings(conn: apsw.Connection, bot_id: int, chat_key: str, after: int) -> list[dict]:
+    """Later pending album updates of the chat (the caller filters by media_group_id)."""
+    return rows(conn, ALBUM_SQL, (bot_id, chat_key, after))
+
+
+def prune(conn: apsw.Connection, retention_days: float, now: float | None = None) -> int:
+    """Delete finished rows older than the retention (Telegram may reuse ids after a week)."""
+    from lib.db import iso
+
+    cutoff = iso((time.time() if now is None else now) - retention_days * 86400)
+    conn.execute(PRUNE_SQL, (cutoff,))
+    return conn.changes()
+
+
+def counts(conn: apsw.Connection) -> dict[str, int]:
+    """Rows per status."""
+    return {row["status"]: row["n"] for row in rows(conn, COUNTS_SQL)}
+
+
+def get(conn: apsw.Connection, bot_id: int, update_id: int) -> dict | None:
+    """One inbox row."""
+    return one(conn, "SELECT * FROM inbox WHERE bot_id = ? AND update_id = ?", (bot_id, update_id))

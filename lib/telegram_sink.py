@@ -1,0 +1,187 @@
+"""The agent's OutputSink for Telegram: a typing action, then one message edited as the answer grows.
+
+Edits are paced (telegram.stream_edit_interval in private chats, group_stream_edit_interval in
+groups) and slow down after a 429. The final text always lands. The first message's id is
+handed to `on_first_message` (which stores it in the inbox) before streaming goes on, so a
+resumed turn edits that message instead of sending another. Answers longer than one message
+continue in further messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from lib.errors import BadRequest, ChatMigrated, RetryAfter, TelegramError
+from lib.telegram import PARSE_ERROR, TelegramClient
+from lib.telegram_format import plain, render
+from lib.telegram_types import InlineKeyboardMarkup
+
+log = logging.getLogger("ash.telegram")
+
+# Streaming edits show a cursor so the user sees the answer is still coming.
+CURSOR = " …"
+
+
+@dataclass
+class _Part:
+    message_id: int
+    shown: str  # the HTML (or plain text) last sent
+    plain_only: bool = False
+
+
+@dataclass
+class TelegramSink:
+    """Streams one answer into one chat."""
+
+    client: TelegramClient
+    chat_id: int | str
+    interval: float = 1.0
+    # A resumed turn passes the message it had started; it is edited instead of sending anew.
+    resume_message_id: int | None = None
+    on_first_message: Callable[[int], Awaitable[None]] | None = None
+    on_migrated: Callable[[int], Awaitable[None]] | None = None
+    message_thread_id: int | None = None
+    # Buttons shown under the last message of the final answer (a command's reply).
+    reply_markup: InlineKeyboardMarkup | None = None
+    clock: Callable[[], float] = time.monotonic
+    parts: list[_Part] = field(default_factory=list)
+    _next_edit: float = 0.0
+    _finished: bool = False
+
+    def __post_init__(self) -> None:
+        if self.resume_message_id is not None:
+            # The old content is unknown; the first sync overwrites it.
+            self.parts.append(_Part(self.resume_message_id, "\0"))
+
+    @property
+    def finished(self) -> bool:
+        """True once finish() or fail() ran."""
+        return self._finished
+
+    @property
+    def message_ids(self) -> list[int]:
+        """Ids of the messages this answer occupies, in order."""
+        return [p.message_id for p in self.parts]
+
+    async def typing(self) -> None:
+        """Send the typing action; a failure only costs the indicator."""
+        try:
+            await self.client.send_chat_action(self.chat_id, "typing")
+        except TelegramError as exc:
+            log.debug("typing action failed: %s", exc)
+
+    async def update(self, text: str) -> None:
+        """Show the answer so far, at most once per interval; skipped edits are caught up later."""
+        if self._finished or not text.strip() or self.clock() < self._next_edit:
+            return
+        try:
+            await self._sync(render(text + CURSOR), final=False)
+        except RetryAfter as exc:
+            # Flood control: wait it out and edit less often from now on.
+            self.interval *= 2
+            self._next_edit = self.clock() + max(exc.retry_after, self.interval)
+            log.warning("telegram 429 while streaming: next edit in %.0f s", exc.retry_after)
+            return
+        self._next_edit = self.clock() + self.interval
+
+    async def finish(self, text: str) -> None:
+        """Show the final answer: retried through flood control until it lands."""
+        self._finished = True
+        await self._sync(render(text) or ["…"], final=True)
+
+    async def fail(self, text: str) -> None:
+        """Replace what was shown with a short error message."""
+        self._finished = True
+        await self._sync(render(text), final=True)
+
+    async def _sync(self, rendered: list[str], *, final: bool) -> None:
+        for index, html_text in enumerate(rendered):
+            markup = self.reply_markup if final and index == len(rendered) - 1 else None
+            if index < len(self.parts):
+                part = self.parts[index]
+                if part.shown != html_text or markup is not None:
+                    await self._edit(part, html_text, reply_markup=markup, retry_flood=final)
+            else:
+                sent = await self._send(html_text, reply_markup=markup, retry_flood=final)
+                self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
+                if len(self.parts) == 1 and self.on_first_message is not None:
+                    await self.on_first_message(sent.message_id)
+        if final:
+            # A re-split may leave fewer parts; blank the extra ones rather than leave stale text.
+            for part in self.parts[len(rendered) :]:
+                if part.shown != "·":
+                    await self._edit(part, "·", retry_flood=True)
+
+    async def _send(self, html_text: str, *, reply_markup=None, retry_flood: bool):
+        try:
+            sent = await self._with_migration(
+                lambda chat: self.client.send_message(
+                    chat,
+                    html_text,
+                    parse_mode="HTML",
+                    reply_markup=reply_markup,
+                    message_thread_id=self.message_thread_id,
+                    retry_flood=retry_flood,
+                )
+            )
+            return _Sent(sent.message_id, False)
+        except BadRequest as exc:
+            if PARSE_ERROR not in exc.message:
+                raise
+            log.warning("telegram could not parse our HTML (%s); sending plain text", exc.message)
+        sent = await self._with_migration(
+            lambda chat: self.client.send_message(
+                chat,
+                plain(html_text),
+                reply_markup=reply_markup,
+                message_thread_id=self.message_thread_id,
+                retry_flood=retry_flood,
+            )
+        )
+        return _Sent(sent.message_id, True)
+
+    async def _edit(self, part: _Part, html_text: str, *, reply_markup=None, retry_flood: bool) -> None:
+        if not part.plain_only:
+            try:
+                await self._with_migration(
+                    lambda chat: self.client.edit_message_text(
+                        chat,
+                        part.message_id,
+                        html_text,
+                        parse_mode="HTML",
+                        reply_markup=reply_markup,
+                        retry_flood=retry_flood,
+                    )
+                )
+                part.shown = html_text
+                return
+            except BadRequest as exc:
+                if PARSE_ERROR not in exc.message:
+                    raise
+                log.warning("telegram could not parse our HTML (%s); editing as plain text", exc.message)
+                part.plain_only = True
+        await self._with_migration(
+            lambda chat: self.client.edit_message_text(
+                chat, part.message_id, plain(html_text), reply_markup=reply_markup, retry_flood=retry_flood
+            )
+        )
+        part.shown = html_text
+
+    async def _with_migration(self, call):
+        try:
+            return await call(self.chat_id)
+        except ChatMigrated as exc:
+            log.info("chat %s moved to %s", self.chat_id, exc.new_chat_id)
+            self.chat_id = exc.new_chat_id
+            if self.on_migrated is not None:
+                await self.on_migrated(exc.new_chat_id)
+            return await call(self.chat_id)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    message_id: int
+    plain_only: bool

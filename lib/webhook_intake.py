@@ -1,0 +1,77 @@
+"""What the webhook does with a request body: read it within the limit, validate it, store it."""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+from litestar import Request
+
+from lib import inbox
+from lib.runtime import Runtime
+from lib.telegram_types import UPDATE_DECODER, UPDATE_ID_DECODER, update_chat_id, update_kind
+
+log = logging.getLogger("ash.webhook")
+
+# SQLite integers are signed 64-bit; a larger update_id cannot be a real one.
+MAX_UPDATE_ID = 2**63 - 1
+
+
+class Rejected(Exception):
+    """The request gets a 4xx and nothing is stored."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+async def read_limited(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 when Content-Length or the bytes actually sent exceed `limit`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise Rejected(413, f"body over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Rejected(413, f"body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse(body: bytes) -> tuple[int, str | None, str]:
+    """(update_id, chat key, kind) of a body; Rejected(400) without an integer update_id."""
+    try:
+        update_id = UPDATE_ID_DECODER.decode(body).update_id
+    except (msgspec.DecodeError, RecursionError):
+        # msgspec raises RecursionError, not DecodeError, on JSON nested about 1,000 deep.
+        raise Rejected(400, "body is not a JSON object with an integer update_id") from None
+    if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
+        raise Rejected(400, "update_id out of range")
+    try:
+        update = UPDATE_DECODER.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        # Stored anyway (Telegram must not retry it forever); the processor skips it with a log line.
+        return update_id, None, "unknown"
+    chat = update_chat_id(update)
+    return update_id, None if chat is None else str(chat), update_kind(update)
+
+
+def store_update(runtime: Runtime, body: bytes) -> bool:
+    """Validate and store one update; False for a repeat delivery. Runs in a worker thread."""
+    update_id, chat_key, kind = parse(body)
+    fresh = inbox.store(runtime.db.conn(), runtime.settings.bot_id, update_id, chat_key, kind, body)
+    if not fresh:
+        log.info("update %s delivered again: already stored", update_id)
+    return fresh
+
+
+async def wake_processor(runtime: Runtime) -> None:
+    """After the response: tell the processor there is work."""
+    from lib.processor import get_processor
+
+    processor = get_processor(runtime)
+    if processor is not None:
+        processor.kick()
