@@ -10,3 +10,14 @@ if TYPE_CHECKING:
 
 async def start_services(runtime: Runtime) -> None:
     """Start every background service and register it on the runtime for shutdown."""
+    from lib.processor import Processor
+
+    processor = Processor(runtime)
+    runtime.services.append(processor)
+    await processor.start()
+
+    from lib.memory.service import MemoryService
+
+    memory = MemoryService(runtime)
+    runtime.services.append(memory)
+    await memory.start()
