@@ -380,15 +380,20 @@ class Sandbox:
 
     def prune(self, *, volumes: bool = False) -> tuple[int, int]:
         """Remove every sandbox container (and, with `volumes`, every workspace); returns the counts."""
-        removed = 0
-        for container in self.containers():
-            container.remove(force=True)
-            removed += 1
-        gone = 0
-        if volumes:
-            for volume in self.volumes():
-                volume.remove(force=True)
-                gone += 1
+        try:
+            removed = 0
+            for container in self.containers():
+                container.remove(force=True)
+                removed += 1
+            gone = 0
+            if volumes:
+                for volume in self.volumes():
+                    volume.remove(force=True)
+                    gone += 1
+        except DockerError:
+            raise
+        except Exception as exc:
+            raise _docker_error(exc) from None
         return removed, gone
 
 
