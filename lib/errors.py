@@ -110,3 +110,8 @@ class SearchError(AshError):
         self.message = message
         self.status = status
         self.retry_after = retry_after
+
+
+# Embeddings (lib/memory/embeddings.py).
+class EmbeddingError(AshError):
+    """The embedding model cannot be loaded or the embedding service failed."""

@@ -9,7 +9,16 @@ import apsw
 
 from lib.config import Settings
 from lib.memory import store
+from lib.memory.index import index_messages
+from lib.memory.retrieval import search_all
 from lib.memory.types import SearchResult
+from lib.tokens import estimate_tokens
+
+# Items fetched before the token budget is applied.
+RETRIEVAL_CANDIDATES = 20
+PREVIOUS_MESSAGE_SQL = """
+SELECT id FROM messages WHERE session_id = ? AND id < ? AND role IN ('user', 'assistant') ORDER BY id DESC LIMIT 1
+"""
 
 
 def retrieve_context(
@@ -24,7 +33,20 @@ def retrieve_context(
     """Past messages and knowledge relevant to `query` that `user_id` may see, best first,
     within `token_budget` (lowest relevance cut first). Messages already in the session's
     recent window may be excluded by the caller."""
-    return []
+    budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
+    if budget <= 0 or not query.strip():
+        return []
+    found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES)
+    kept: list[SearchResult] = []
+    spent = 0
+    # Best first: whatever does not fit is the least relevant, so it is what gets cut.
+    for result in found:
+        cost = result.token_count or estimate_tokens(result.content)
+        if spent + cost > budget:
+            continue
+        kept.append(result)
+        spent += cost
+    return kept
 
 
 def record_turn(
@@ -41,4 +63,8 @@ def record_turn(
     with conn:
         user_msg = store.add_message(conn, session_id, user_id, "user", user_text, update_id=update_id)
         answer = store.add_message(conn, session_id, user_id, "assistant", answer_text, update_id=update_id)
+    # After the commit: the turn is safe even if indexing is slow; embeddings degrade on their own.
+    # The session's previous message is reindexed too: its chunk now gains this turn as context.
+    previous = conn.execute(PREVIOUS_MESSAGE_SQL, (session_id, user_msg)).fetchone()
+    index_messages(conn, settings, [*(previous or ()), user_msg, answer])
     return user_msg, answer

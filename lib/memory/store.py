@@ -109,9 +109,10 @@ def add_message(
     *,
     update_id: int | None = None,
     metadata: dict | None = None,
+    created_at: str | None = None,
 ) -> int:
-    """Append a message to a session; returns its id."""
-    stamp = now_iso()
+    """Append a message to a session; returns its id (`created_at` for imported history)."""
+    stamp = created_at or now_iso()
     with conn:
         conn.execute(
             INSERT_MESSAGE_SQL,

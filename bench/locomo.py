@@ -1,0 +1,160 @@
+"""Retrieval quality on LoCoMo: recall@5/@10 of the evidence turns, BM25 vs vectors vs hybrid.
+
+    .venv/bin/python bench/locomo.py [DATA_FILE]
+
+DATA_FILE defaults to ../shared/eval/data/locomo-dev.json (relative to the repository); any
+file in the LoCoMo format works. The protocol is ../shared/eval/README.md: each conversation
+becomes one user's history, written through the real write path (store.add_message, then
+index.index_message) into a temporary database; every question is asked through the real
+retrieval path (retrieval.search_messages for that user). Only session turns are indexed (the
+text plus the image caption); observation and the summaries, which carry the gold ids, never.
+The last line reads `hybrid recall@10 overall: 0.NNN`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import click  # noqa: E402
+
+import migrate  # noqa: E402
+from lib.config import load_settings  # noqa: E402
+from lib.db import connect  # noqa: E402
+from lib.memory import store  # noqa: E402
+from lib.memory.index import index_message  # noqa: E402
+from lib.memory.retrieval import MODES, search_messages  # noqa: E402
+
+DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+EVIDENCE = re.compile(r"D\d+:\d+")
+KS = (5, 10)
+
+
+def session_time(text: str) -> datetime:
+    """LoCoMo's '1:56 pm on 8 May, 2023' as a UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def load_conversation(conn, sample: dict) -> tuple[str, dict[int, str], int]:
+    """Write one conversation as one user's history; returns (user id, message id -> dia_id, turns)."""
+    user_id = f"locomo-{sample['sample_id']}"
+    conv = sample["conversation"]
+    speaker_a = conv["speaker_a"]
+    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    dia_of: dict[int, str] = {}
+    for number in numbers:
+        start = session_time(conv[f"session_{number}_date_time"])
+        session = store.open_session(conn, "locomo", f"{user_id}-{number}", user_id, "private")
+        ids = []
+        for i, turn in enumerate(conv[f"session_{number}"]):
+            metadata = {"speaker": turn["speaker"]}
+            if turn.get("blip_caption"):
+                metadata["image_caption"] = turn["blip_caption"]
+            message_id = store.add_message(
+                conn,
+                session.id,
+                user_id,
+                "user" if turn["speaker"] == speaker_a else "assistant",
+                turn["text"],
+                metadata=metadata,
+                created_at=iso(start + timedelta(seconds=30 * i)),
+            )
+            dia_of[message_id] = turn["dia_id"]
+            ids.append(message_id)
+        store.close_session(conn, "locomo", f"{user_id}-{number}")
+    return user_id, dia_of, len(dia_of)
+
+
+def index_all(conn, settings, message_ids: list[int]) -> None:
+    for message_id in message_ids:
+        index_message(conn, settings, message_id)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@click.command()
+@click.argument("data_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=DEFAULT_DATA)
+@click.option("--conversations", type=int, default=None, help="Only the first N conversations (quick runs).")
+def main(data_file: Path, conversations: int | None) -> None:
+    """Run the LoCoMo retrieval benchmark on DATA_FILE and print recall per category and mode."""
+    samples = json.loads(data_file.read_text(encoding="utf-8"))[:conversations]
+    with tempfile.TemporaryDirectory(prefix="ash-locomo-") as tmp:
+        settings = load_settings({"ASH_HOME": tmp})
+        conn = connect(settings.database_path)
+        migrate.migrate(conn)
+        # recall[mode][category] -> list of per-question recall@k
+        recall = {m: {k: {} for k in KS} for m in MODES}
+        latency: dict[str, list[float]] = {m: [] for m in MODES}
+        turns = questions = skipped = 0
+        index_seconds = 0.0
+        for sample in samples:
+            user_id, dia_of, count = load_conversation(conn, sample)
+            turns += count
+            started = time.perf_counter()
+            index_all(conn, settings, list(dia_of))
+            index_seconds += time.perf_counter() - started
+            known = set(dia_of.values())
+            for qa in sample["qa"]:
+                evidence = {e for entry in qa.get("evidence", []) for e in EVIDENCE.findall(entry)} & known
+                if not evidence:
+                    skipped += 1
+                    continue
+                questions += 1
+                category = CATEGORIES.get(qa["category"], str(qa["category"]))
+                for mode in MODES:
+                    started = time.perf_counter()
+                    found = search_messages(
+                        conn, settings, user_id=user_id, query=qa["question"], limit=max(KS), mode=mode
+                    )
+                    latency[mode].append((time.perf_counter() - started) * 1000)
+                    ranked = [dia_of.get(r.id) for r in found]
+                    for k in KS:
+                        hit = len(evidence & set(ranked[:k])) / len(evidence)
+                        recall[mode][k].setdefault(category, []).append(hit)
+        conn.close()
+
+    names = [*CATEGORIES.values()]
+    print(
+        f"LoCoMo retrieval: {data_file.name}, {len(samples)} conversations, {turns} turns, "
+        f"{questions} questions ({skipped} without evidence skipped)"
+    )
+    print(
+        f"indexing: {index_seconds * 1000 / max(turns, 1):.1f} ms per turn "
+        f"(chunks, FTS5 and local embeddings; {index_seconds:.1f} s in all)"
+    )
+    header = f"{'mode':<8} {'k':>3} " + " ".join(f"{n:>12}" for n in names) + f" {'overall':>9}"
+    print(header)
+    for mode in MODES:
+        for k in KS:
+            per = recall[mode][k]
+            cells = " ".join(f"{statistics.fmean(per[n]) if per.get(n) else float('nan'):>12.3f}" for n in names)
+            overall = statistics.fmean([v for values in per.values() for v in values])
+            print(f"{mode:<8} {k:>3} {cells} {overall:>9.3f}")
+    for mode in MODES:
+        print(
+            f"query latency {mode}: p50 {percentile(latency[mode], 0.5):.1f} ms, "
+            f"p95 {percentile(latency[mode], 0.95):.1f} ms"
+        )
+    overall = statistics.fmean([v for values in recall["hybrid"][10].values() for v in values])
+    print(f"hybrid recall@10 overall: {overall:.3f}")
+
+
+if __name__ == "__main__":
+    main()

