@@ -59,9 +59,7 @@ class Status:
 
 
 def _applied(conn: apsw.Connection) -> list[str]:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
+    exists = conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
     if not exists:
         return []
     return [name for (name,) in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
@@ -117,9 +115,7 @@ def migrate(conn: apsw.Connection, db_path: Path | None = None, steps: list[Step
         try:
             with conn:
                 step.apply(conn)
-                conn.execute(
-                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (step.name, now_iso())
-                )
+                conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (step.name, now_iso()))
         except apsw.Error as exc:
             raise MigrationError(f"migration {step.name} failed and was rolled back: {exc}") from exc
         done.append(step.name)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
+import msgspec.inspect
 
 from lib.errors import ConfigError
 
@@ -201,8 +202,7 @@ def read_secrets(environ: dict[str, str] | os._Environ = os.environ) -> Secrets:
         openai_api_key=_env(environ, "OPENAI_API_KEY"),
         brave_search_api_key=_env(environ, "BRAVE_SEARCH_API_KEY"),
         admin_token=_env(environ, "ASH_ADMIN_TOKEN"),
-        telegram_api_base=_origin(_env(environ, "TELEGRAM_API_BASE"), "TELEGRAM_API_BASE")
-        or DEFAULT_TELEGRAM_API_BASE,
+        telegram_api_base=_origin(_env(environ, "TELEGRAM_API_BASE"), "TELEGRAM_API_BASE") or DEFAULT_TELEGRAM_API_BASE,
         anthropic_base_url=_origin(_env(environ, "ANTHROPIC_BASE_URL"), "ANTHROPIC_BASE_URL"),
         openai_base_url=_origin(_env(environ, "OPENAI_BASE_URL"), "OPENAI_BASE_URL"),
         brave_api_base=_origin(_env(environ, "BRAVE_API_BASE"), "BRAVE_API_BASE") or DEFAULT_BRAVE_API_BASE,
@@ -218,7 +218,25 @@ def _friendly(error: msgspec.ValidationError, path: Path) -> str:
         field = message.split("`")[1] if "`" in message else "?"
         key = f"{key}.{field}" if key else field
         return f"{path}: unknown key `{key}`; see config.example.toml for the keys Ash reads"
+    if message.startswith("Invalid enum value"):
+        choices = _literal_choices(key)
+        if choices:
+            message = f"expected one of {', '.join(repr(c) for c in choices)}, got {message.split(' ', 3)[-1]}"
     return f"{path}: `{key or '(top level)'}`: {message[0].lower()}{message[1:]}"
+
+
+def _literal_choices(key: str) -> tuple[str, ...]:
+    """The allowed values of a Literal-typed key such as `default_llm.provider`."""
+    info = msgspec.inspect.type_info(Config)
+    for part in key.split("."):
+        while isinstance(info, msgspec.inspect.UnionType):
+            info = next((t for t in info.types if isinstance(t, msgspec.inspect.StructType)), info.types[0])
+        if not isinstance(info, msgspec.inspect.StructType):
+            return ()
+        info = next((f.type for f in info.fields if f.name == part), None)
+        if info is None:
+            return ()
+    return tuple(info.values) if isinstance(info, msgspec.inspect.LiteralType) else ()
 
 
 def _check_values(config: Config, path: Path) -> None:
@@ -261,6 +279,8 @@ def parse_config(text: str, path: Path) -> Config:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(_friendly(exc, path)) from None
+    # Prices given in the file add to (or override) the built-in ones rather than replace them.
+    config.prices = {**_default_prices(), **config.prices}
     _check_values(config, path)
     return config
 

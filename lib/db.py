@@ -23,9 +23,9 @@ def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
     """Open `path` (created if missing unless read-only) with sqlite-vec and FTS5 ready."""
     path = Path(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        if not readonly:
+            path.parent.mkdir(parents=True, exist_ok=True)
         conn = apsw.Connection(str(path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
@@ -34,7 +34,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
         # WAL with NORMAL sync is durable against process crashes; only a power cut may lose
         # the last commits, which Telegram then redelivers.
         conn.pragma("synchronous", "NORMAL")
-    except apsw.Error as exc:
+    except (apsw.Error, OSError) as exc:
         raise DatabaseUnavailable(f"cannot open database {path}: {exc}") from exc
     return conn
 
@@ -89,5 +89,8 @@ def rows(conn: apsw.Connection, sql: str, params: tuple | dict = ()) -> list[dic
 
 def one(conn: apsw.Connection, sql: str, params: tuple | dict = ()) -> dict | None:
     """The first row of a query as a dict, or None."""
-    found = rows(conn, sql, params)
-    return found[0] if found else None
+    cursor = conn.execute(sql, params)
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))

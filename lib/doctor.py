@@ -80,7 +80,8 @@ def check_llm_keys(settings: Settings) -> Check:
     fallback = settings.config.fallback_llm.provider if settings.config.fallback_llm else None
     env = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY (or OPENAI_BASE_URL)"}
     if not keys[primary]:
-        return Check("llm keys", "fail", f"default provider {primary}: {env[primary]} is not set", f"set {env[primary]}")
+        detail = f"default provider {primary}: {env[primary]} is not set"
+        return Check("llm keys", "fail", detail, f"set {env[primary]}")
     if fallback and not keys[fallback]:
         return Check("llm keys", "warn", f"fallback {fallback} has no key", f"set {env[fallback]} for a fallback")
     return Check("llm keys", "ok", f"{primary}" + (f", fallback {fallback}" if fallback else ""))

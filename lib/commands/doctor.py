@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import click
 
-MARKS = {"ok": click.style("ok  ", fg="green"), "warn": click.style("warn", fg="yellow"), "fail": click.style("FAIL", fg="red")}
+MARKS = {
+    "ok": click.style("ok  ", fg="green"),
+    "warn": click.style("warn", fg="yellow"),
+    "fail": click.style("FAIL", fg="red"),
+}
 
 
 @click.command()

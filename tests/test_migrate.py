@@ -1,0 +1,127 @@
+"""Migrations: schema.sql is what they produce, failures roll back, re-runs are no-ops."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+import migrate
+from lib.db import connect
+from lib.errors import MigrationError
+
+REPO = Path(__file__).resolve().parent.parent
+
+SCHEMA_SQL = """
+SELECT type, name, tbl_name, sql FROM sqlite_schema
+WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE 'vec_%'
+ORDER BY type, name
+"""
+
+
+def normalized_schema(conn: apsw.Connection) -> list[tuple]:
+    return [(t, n, tbl, " ".join((sql or "").split())) for t, n, tbl, sql in conn.execute(SCHEMA_SQL)]
+
+
+def test_blank_database_migrated_equals_schema_sql(tmp_path):
+    migrated = connect(tmp_path / "migrated.db")
+    assert migrate.migrate(migrated) == [s.name for s in migrate.STEPS]
+    reference = connect(tmp_path / "reference.db")
+    reference.execute((REPO / "schema.sql").read_text())
+    assert normalized_schema(migrated) == normalized_schema(reference)
+
+
+def test_rerunning_is_a_no_op(tmp_path):
+    conn = connect(tmp_path / "a.db")
+    migrate.migrate(conn)
+    before = normalized_schema(conn)
+    assert migrate.migrate(conn) == []
+    assert normalized_schema(conn) == before
+    assert migrate.status(conn).current
+
+
+def failing_step(conn: apsw.Connection) -> None:
+    conn.execute("CREATE TABLE half_done (x INTEGER)")
+    conn.execute(
+        "INSERT INTO sessions (provider, chat_id, user_id, created_at, updated_at) VALUES ('t','1','1','x','x')"
+    )
+    conn.execute("THIS IS NOT SQL")
+
+
+def test_a_failing_step_leaves_the_database_unchanged(tmp_path):
+    conn = connect(tmp_path / "a.db")
+    migrate.migrate(conn)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('keep', 'me')")
+    before = normalized_schema(conn)
+    steps = [*migrate.STEPS, migrate.Step("m999_broken", failing_step)]
+    with pytest.raises(MigrationError, match="m999_broken failed and was rolled back"):
+        migrate.migrate(conn, steps=steps)
+    assert normalized_schema(conn) == before
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+    assert migrate.status(conn, steps).pending == ["m999_broken"]
+    assert conn.execute("SELECT value FROM meta WHERE key = 'keep'").fetchone()[0] == "me"
+
+
+def test_database_from_a_newer_version_is_refused(tmp_path):
+    conn = connect(tmp_path / "a.db")
+    migrate.migrate(conn)
+    conn.execute("INSERT INTO schema_migrations VALUES ('m900_from_the_future', 'x')")
+    with pytest.raises(MigrationError, match=r"newer version of Ash.*m900_from_the_future"):
+        migrate.migrate(conn)
+
+
+def test_backup_is_taken_before_migrating_a_database_with_data(tmp_path):
+    path = tmp_path / "a.db"
+    conn = connect(path)
+    migrate.migrate(conn, path)
+    assert not list(tmp_path.glob("*.bak")), "a blank database needs no backup"
+    conn.execute("INSERT INTO meta (key, value) VALUES ('owner', 'me')")
+
+    def add_column(c: apsw.Connection) -> None:
+        c.execute("ALTER TABLE meta ADD COLUMN note TEXT")
+
+    migrate.migrate(conn, path, steps=[*migrate.STEPS, migrate.Step("m900_note", add_column)])
+    (backup,) = tmp_path.glob("a.db.pre-m900_note-*.bak")
+    copy = connect(backup)
+    assert copy.execute("SELECT value FROM meta WHERE key = 'owner'").fetchone()[0] == "me"
+    assert "note" not in [row[1] for row in copy.execute("PRAGMA table_info(meta)")]
+
+
+def test_rows_written_at_an_older_version_survive_a_later_step(tmp_path):
+    path = tmp_path / "a.db"
+    conn = connect(path)
+    migrate.migrate(conn, path)
+    conn.execute(
+        "INSERT INTO sessions (provider, chat_id, user_id, created_at, updated_at) VALUES ('telegram','5','5','t','t')"
+    )
+    conn.execute(
+        "INSERT INTO messages (session_id, owner_user_id, role, content, created_at) VALUES (1, '5', 'user', 'hi', 't')"
+    )
+
+    def add_language(c: apsw.Connection) -> None:
+        c.execute("ALTER TABLE messages ADD COLUMN language TEXT NOT NULL DEFAULT 'und'")
+
+    migrate.migrate(conn, path, steps=[*migrate.STEPS, migrate.Step("m900_language", add_language)])
+    assert conn.execute("SELECT content, language FROM messages").fetchall() == [("hi", "und")]
+
+
+def test_python_migrate_py_applies_migrations(tmp_path):
+    path = tmp_path / "cli.db"
+    result = subprocess.run([sys.executable, str(REPO / "migrate.py"), str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "applied m001_initial" in result.stdout
+    again = subprocess.run([sys.executable, str(REPO / "migrate.py"), str(path)], capture_output=True, text=True)
+    assert "up to date" in again.stdout
+
+
+def test_fts5_and_sqlite_vec_are_available(conn):
+    assert conn.execute("SELECT vec_version()").fetchone()[0].startswith("v")
+    conn.execute(
+        "INSERT INTO search_chunks (kind, ref_id, owner_user_id, content, content_hash, created_at) "
+        "VALUES ('message', 1, 'u', 'the quick brown foxes', 'h', 't')"
+    )
+    hits = conn.execute("SELECT rowid FROM search_fts WHERE search_fts MATCH 'fox'").fetchall()
+    assert hits == [(1,)]
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
