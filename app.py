@@ -2,15 +2,35 @@
 
 from litestar import Litestar
 
+from handlers.admin_backup import admin_backup
+from handlers.admin_export import admin_export
+from handlers.admin_memories import create_memory, delete_memory, list_memories
+from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
+from handlers.admin_users import get_user, put_user_notes
 from handlers.health import healthz, readyz
 from handlers.telegram_webhook import telegram_webhook
 from lib.http_errors import EXCEPTION_HANDLERS
 from lib.runtime import lifespan
 
 app = Litestar(
-    route_handlers=[healthz, readyz, admin_stats, telegram_webhook, admin_tick],
+    route_handlers=[
+        healthz,
+        readyz,
+        admin_stats,
+        telegram_webhook,
+        admin_tick,
+        list_memories,
+        create_memory,
+        delete_memory,
+        list_sessions,
+        session_messages,
+        get_user,
+        put_user_notes,
+        admin_export,
+        admin_backup,
+    ],
     lifespan=[lifespan],
     exception_handlers=EXCEPTION_HANDLERS,
 )
