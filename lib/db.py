@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from datetime import UTC, datetime
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import apsw
 import apsw.bestpractice
-import sqlite_vec
 
 from lib.errors import DatabaseUnavailable
 
@@ -17,6 +17,18 @@ from lib.errors import DatabaseUnavailable
 apsw.bestpractice.apply(apsw.bestpractice.recommended)
 
 BUSY_TIMEOUT_MS = 10_000
+
+
+def _vec0_path() -> str:
+    """Where sqlite-vec's loadable extension is, without importing the package (it imports numpy:
+    ~140 ms of cold start for one path)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseUnavailable("sqlite-vec is not installed; run the setup again")
+    return str(Path(spec.submodule_search_locations[0]) / "vec0")
+
+
+VEC0_PATH = _vec0_path()
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
@@ -29,7 +41,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
         conn = apsw.Connection(str(path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(VEC0_PATH)
         conn.enable_load_extension(False)
         # WAL with NORMAL sync is durable against process crashes; only a power cut may lose
         # the last commits, which Telegram then redelivers.
