@@ -65,8 +65,7 @@ def request_params(request: Request) -> dict[str, Any]:
     }
     if request.system:
         params["system"] = request.system
-    if request.temperature is not None:
-        params["temperature"] = request.temperature
+    # No temperature: the Messages API of SDK 2.x no longer takes one (config's value is ignored here).
     if request.tools:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
@@ -101,8 +100,16 @@ def map_error(exc: BaseException) -> LLMError:
         return LLMError("anthropic: request timed out", provider="anthropic", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
         return LLMError(f"anthropic: connection failed: {exc}", provider="anthropic", retryable=True)
-    # A stream cut off by the network surfaces as a raw transport error.
+    # A stream cut off by the network, or an SDK error without a status.
     return LLMError(f"anthropic: {type(exc).__name__}: {exc}", provider="anthropic", retryable=True)
+
+
+def _sdk_errors() -> tuple[type[BaseException], ...]:
+    """What a call may raise that is the provider's or the network's fault, not ours."""
+    import anthropic
+    import httpx2
+
+    return (anthropic.AnthropicError, httpx2.HTTPError, asyncio.TimeoutError)
 
 
 def _response(message) -> Response:
@@ -131,9 +138,7 @@ class AnthropicProvider:
         """One non-streaming call."""
         try:
             message = await self._client.messages.create(**request_params(request))
-        except LLMError:
-            raise
-        except Exception as exc:
+        except _sdk_errors() as exc:
             raise map_error(exc) from exc
         return _response(message)
 
@@ -172,11 +177,11 @@ class AnthropicProvider:
                         usage.output_tokens = event.usage.output_tokens
                 elif kind == "message_stop":
                     finished = True
-        except LLMError:
-            raise
-        except Exception as exc:
+        except _sdk_errors() as exc:
             raise map_error(exc) from exc
-        if not finished:
+        # message_delta carries the stop reason: the answer is complete even if the final
+        # message_stop frame was lost with the connection.
+        if not finished and stop_reason is None:
             raise LLMError("anthropic: the stream ended before message_stop", provider="anthropic", retryable=True)
         content: list = []
         for index in sorted(blocks):

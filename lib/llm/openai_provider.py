@@ -124,6 +124,14 @@ def map_error(exc: BaseException) -> LLMError:
     return LLMError(f"openai: {type(exc).__name__}: {exc}", provider="openai", retryable=True)
 
 
+def _sdk_errors() -> tuple[type[BaseException], ...]:
+    """What a call may raise that is the provider's or the network's fault, not ours."""
+    import httpx2
+    import openai
+
+    return (openai.OpenAIError, httpx2.HTTPError, asyncio.TimeoutError)
+
+
 def _usage(raw) -> Usage:
     if raw is None:
         return Usage()
@@ -156,7 +164,7 @@ class OpenAIProvider:
         """One non-streaming call."""
         try:
             completion = await self._client.chat.completions.create(**request_params(request))
-        except Exception as exc:
+        except _sdk_errors() as exc:
             raise map_error(exc) from exc
         choice = completion.choices[0]
         content: list = []
@@ -197,7 +205,7 @@ class OpenAIProvider:
                             slot["arguments"] += call.function.arguments or ""
                     if choice.finish_reason:
                         finish_reason = choice.finish_reason
-        except Exception as exc:
+        except _sdk_errors() as exc:
             raise map_error(exc) from exc
         if finish_reason is None:
             raise LLMError("openai: the stream ended without a finish_reason", provider="openai", retryable=True)
@@ -214,7 +222,7 @@ class OpenAIProvider:
             params["dimensions"] = dimensions
         try:
             result = await self._client.embeddings.create(**params)
-        except Exception as exc:
+        except _sdk_errors() as exc:
             raise map_error(exc) from exc
         return [list(item.embedding) for item in sorted(result.data, key=lambda item: item.index)]
 
