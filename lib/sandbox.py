@@ -50,11 +50,16 @@ TMPFS = {"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"}
 ACTIVITY_FILE = "/tmp/.ash-active"
 # Main process of a warm container: live while a command touched ACTIVITY_FILE recently.
 IDLE_LOOP = "touch {f}; while [ $(( $(date +%s) - $(stat -c %Y {f}) )) -lt {idle} ]; do sleep {step}; done"
-# Each command marks the container active, then runs in bash when the image has it.
-COMMAND_WRAPPER = (
-    f"touch {ACTIVITY_FILE} 2>/dev/null; "
-    'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; else exec sh -c "$1"; fi'
-)
+# Each command marks the container active and runs (in bash when the image has it) as the
+# leader of its own process group; whatever it leaves running is killed when it ends, so a fork
+# bomb or a forgotten background job cannot starve the chat's next command of pids.
+COMMAND_WRAPPER = f"""touch {ACTIVITY_FILE} 2>/dev/null
+shell=sh; command -v bash >/dev/null 2>&1 && shell=bash
+setsid "$shell" -c "$1" & pid=$!
+wait "$pid"; rc=$?
+for _ in 1 2 3 4 5 6 7 8 9 10; do kill -9 -"$pid" 2>/dev/null || break; sleep 0.05; done
+exit "$rc"
+"""
 # Seconds the SDK waits for the engine to answer the first request.
 CONNECT_TIMEOUT = 10
 SIGKILL_EXIT = 137
