@@ -88,25 +88,33 @@ def check_llm_keys(settings: Settings) -> Check:
 
 
 def check_docker(settings: Settings) -> Check:
-    try:
-        import docker
+    """The engine DOCKER_HOST names answers and has the sandbox image (else bash tells the model why)."""
+    from lib.errors import DockerError
+    from lib.sandbox import connect
 
-        client = docker.from_env(timeout=5)
-        client.ping()
-    except Exception as exc:
+    image = settings.config.sandbox.image
+    try:
+        client = connect(timeout=10)
+    except DockerError as exc:
         return Check(
             "docker host",
             "fail",
-            f"cannot reach the Docker engine: {str(exc)[:160]}",
-            "start Docker or set DOCKER_HOST (tcp:// hosts need DOCKER_TLS_VERIFY and DOCKER_CERT_PATH)",
+            f"{exc.message[:200]}; the bash tool answers with this error until it is fixed",
+            "start Docker (or `.ci/docker.sh` for a private dockerd) and set DOCKER_HOST; a tcp:// host also "
+            "needs DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH",
         )
     try:
-        client.images.get(settings.config.sandbox.image)
+        client.images.get(image)
     except Exception:
-        return Check("docker host", "warn", f"image {settings.config.sandbox.image} missing", "run `ash sandbox build`")
+        return Check(
+            "docker host",
+            "warn",
+            f"engine reachable, sandbox image {image} missing",
+            "run `ash sandbox build` (no registry: `ash sandbox build --offline`)",
+        )
     finally:
         client.close()
-    return Check("docker host", "ok", f"engine reachable, image {settings.config.sandbox.image} present")
+    return Check("docker host", "ok", f"engine reachable, image {image} present")
 
 
 SETTINGS_CHECKS: list[Callable[[Settings], Check]] = [
