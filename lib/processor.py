@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import apsw
 import msgspec
 
 from lib import access, inbox
 from lib.chat_commands import COMMANDS, Reply, parse_command, run_callback, run_command
-from lib.errors import Forbidden, InvalidToken, TelegramError
+from lib.errors import AshError, Forbidden, InvalidToken, TelegramError
 from lib.memory import store
 from lib.telegram import TelegramClient
 from lib.telegram_sink import TelegramSink
@@ -174,7 +175,11 @@ class Processor:
         """Take over claims of dead processes on this host, then start the loop."""
         if self.client is None:
             log.warning("TELEGRAM_BOT_TOKEN is not set: updates are stored but not answered")
-        await self.sweep()
+        try:
+            await self.sweep()
+        except (AshError, apsw.Error) as exc:
+            # The loop retries every tick; /readyz reports the database meanwhile.
+            log.error("update processor: database not usable at start-up: %s", exc)
         self._loop_task = asyncio.create_task(self._loop(), name="ash-processor")
         self.kick()
 
@@ -193,7 +198,11 @@ class Processor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        released = await self._db(inbox.release_all, self.bot_id, self.worker)
+        try:
+            released = await self._db(inbox.release_all, self.bot_id, self.worker)
+        except (AshError, apsw.Error) as exc:
+            log.error("could not release claims at shutdown (their leases expire instead): %s", exc)
+            return
         if released:
             log.info("released %d claimed update(s) for the next process", released)
 
@@ -283,7 +292,7 @@ class Processor:
                 job.stop_requested = True
                 job.task.cancel()
                 with contextlib.suppress(TelegramError):
-                    await self.client.send_message(job.claim.chat_key, "Stopped.")
+                    await self.client.send_message(int(job.claim.chat_key), "Stopped.")
 
     # -- one update -------------------------------------------------------------------------
     async def _run(self, job: Job) -> None:
@@ -329,7 +338,7 @@ class Processor:
         finished = await self._db(inbox.finish, self.bot_id, claim.update_id, self.worker, "failed", error)
         if finished and claim.chat_key is not None and self.client is not None:
             with contextlib.suppress(TelegramError):
-                await self.client.send_message(claim.chat_key, FAILED.format(attempts=claim.attempts))
+                await self.client.send_message(int(claim.chat_key), FAILED.format(attempts=claim.attempts))
 
     async def _handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""

@@ -45,7 +45,6 @@ NOT_MODIFIED = "message is not modified"
 PARSE_ERROR = "can't parse entities"
 
 _ENVELOPE = msgspec.json.Decoder(dict)
-_SENT = msgspec.json.Decoder(SentMessage)
 
 
 def _error(status: int, body: dict) -> TelegramError:

@@ -165,7 +165,6 @@ class SentMessage(msgspec.Struct, kw_only=True):
     """The part of a sent Message the sink needs."""
 
     message_id: int
-    chat: Chat | None = None
 
 
 class File(msgspec.Struct, kw_only=True):
