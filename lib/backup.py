@@ -103,9 +103,19 @@ def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
 
     Stop the server first: a running server keeps writing to the file being replaced.
     """
-    from migrate import migrate
+    from migrate import migrate, status
 
     check_ash_database(source_path)
+    probe = connect(source_path, readonly=True)
+    try:
+        unknown = status(probe).unknown
+    finally:
+        probe.close()
+    if unknown:
+        raise BackupError(
+            f"{source_path} was written by a newer version of Ash (migrations {', '.join(unknown)}); "
+            "upgrade Ash before restoring it"
+        )
     if db_path.exists() and source_path.resolve() == db_path.resolve():
         raise BackupError("that file is the live database itself; restore from a backup copy")
     previous = None

@@ -10,7 +10,7 @@ import logging
 
 import click
 
-from lib.commands import chat, db, doctor, sandbox, serve, usage, users, webhook
+from lib.commands import backup, chat, db, doctor, memory, sandbox, serve, sessions, usage, users, webhook
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -27,7 +27,7 @@ def cli(verbose: bool) -> None:
     )
 
 
-for module in (serve, db, doctor, chat, usage, users, webhook, sandbox):
+for module in (serve, db, doctor, chat, usage, users, webhook, sandbox, memory, sessions, backup):
     module.register(cli)
 
 

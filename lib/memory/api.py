@@ -9,6 +9,7 @@ import apsw
 
 from lib.config import Settings
 from lib.memory import store
+from lib.memory.extraction import enqueue as enqueue_extraction
 from lib.memory.index import index_messages
 from lib.memory.retrieval import search_all
 from lib.memory.types import SearchResult
@@ -67,4 +68,7 @@ def record_turn(
     # The session's previous message is reindexed too: its chunk now gains this turn as context.
     previous = conn.execute(PREVIOUS_MESSAGE_SQL, (session_id, user_msg)).fetchone()
     index_messages(conn, settings, [*(previous or ()), user_msg, answer])
+    # Fact extraction runs later, debounced per user (lib/memory/extraction.py).
+    if len(user_text) >= settings.config.memory.extraction_min_message_length:
+        enqueue_extraction(conn, settings, user_id, user_msg)
     return user_msg, answer

@@ -106,14 +106,13 @@ def enqueue(
 def _json_object(text: str) -> dict | list | None:
     """The first JSON object or array in a model answer (code fences and prose around it allowed)."""
     text = re.sub(r"```(?:json)?", "", text or "")
-    for opener in ("{", "["):
-        start = text.find(opener)
-        while start != -1:
-            try:
-                value, _ = json.JSONDecoder().raw_decode(text[start:])
-                return value
-            except ValueError:
-                start = text.find(opener, start + 1)
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", text):
+        try:
+            value, _ = decoder.raw_decode(text[match.start() :])
+        except ValueError:
+            continue
+        return value
     return None
 
 

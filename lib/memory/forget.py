@@ -144,7 +144,7 @@ def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: 
 def resolve_target(
     conn: apsw.Connection, settings: Settings, user_id: str | None, target: int | str, *, include_global: bool = False
 ) -> knowledge.Knowledge | None:
-    """The entry `target` names: an id, or the best match of a query among the user's entries."""
+    """The entry `target` names: an id, or the best word match of a query among the user's entries."""
     if isinstance(target, int) or (isinstance(target, str) and target.strip().lstrip("#").isdigit()):
         entry = knowledge.get(conn, int(str(target).strip().lstrip("#")))
         if entry is None or not _may_delete(entry, user_id, include_global):
@@ -154,7 +154,9 @@ def resolve_target(
         raise ValueError("forgetting by query needs a user id")
     from lib.memory import retrieval
 
-    for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=str(target), limit=10):
+    # Words, not meaning: deleting "the closest thing" to a query could delete an unrelated entry.
+    found = retrieval.search_knowledge(conn, settings, user_id=user_id, query=str(target), limit=10, mode="fts")
+    for result in found:
         entry = knowledge.get(conn, result.id)
         if entry is not None and _may_delete(entry, user_id, include_global):
             return entry

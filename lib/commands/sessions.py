@@ -1,0 +1,83 @@
+"""`ash sessions list|search|export`: conversations and their messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lib.commands.common import open_db, resolve_user, settings_or_exit, user_option
+
+
+@click.group()
+def sessions() -> None:
+    """Conversations and their messages."""
+
+
+@sessions.command("list")
+@click.option("--user", "user_id", default=None, help="Only sessions this user started or wrote in.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+def sessions_list(user_id: str | None, limit: int) -> None:
+    """List sessions, most recently active first."""
+    from lib.memory import browse
+
+    conn = open_db(settings_or_exit())
+    found = browse.sessions(conn, user_id=user_id, limit=limit)
+    for s in found:
+        state = "closed" if s["closed_at"] else "open"
+        click.echo(
+            f"#{s['id']} {s['updated_at'][:16].replace('T', ' ')} {s['provider']}:{s['chat_id']} "
+            f"({s['chat_type']}, user {s['user_id']}) {s['message_count']} messages, {state}"
+        )
+    if not found:
+        click.echo("no sessions")
+
+
+@sessions.command("search")
+@click.argument("query")
+@user_option()
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+def sessions_search(query: str, user_id: str | None, limit: int) -> None:
+    """Search a user's past messages (hybrid: words and meaning)."""
+    from lib.memory import retrieval
+
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    user = resolve_user(settings, user_id)
+    results = retrieval.search_messages(conn, settings, user_id=user, query=query, limit=limit)
+    for r in results:
+        when = str(r.metadata.get("created_at", ""))[:16].replace("T", " ")
+        click.echo(f"{r.score:.3f} message #{r.id} {when}  {r.content}")
+    if not results:
+        click.echo("nothing found")
+
+
+@sessions.command("export")
+@click.option("--user", "user_id", default=None, help="Only this user's data (default: everyone's).")
+@click.option("--session", "session_id", type=int, default=None, help="Only this session and its messages.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="File (default: stdout)."
+)
+def sessions_export(user_id: str | None, session_id: int | None, output: Path | None) -> None:
+    """Export sessions and messages (with profiles and knowledge) as JSON."""
+    from lib.memory import browse
+
+    conn = open_db(settings_or_exit())
+    if session_id is not None:
+        found = browse.session(conn, session_id)
+        if found is None:
+            raise click.ClickException(f"no session #{session_id}; see `ash sessions list`")
+        data = {"session": found, "messages": browse.session_messages(conn, session_id, limit=10_000_000)}
+    else:
+        data = browse.export(conn, user_id)
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text + "\n", encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(sessions)
