@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lib.sandbox import Sandbox, container_name, volume_name
+from lib.sandbox import Sandbox, chat_key, container_name, volume_name
 from lib.tools.base import ToolContext
 from lib.tools.bash import BashInput, BashTool
 from tests.helpers_sandbox import cleanup, engine_client, new_key, small_config
@@ -31,7 +31,8 @@ def keys(client):
         return made[-1]
 
     yield make
-    cleanup(client, *made)
+    # The bash tool names a chat's sandbox from (provider, chat id): clean those up too.
+    cleanup(client, *made, *(chat_key("test", key) for key in made))
 
 
 @pytest.fixture
@@ -203,3 +204,21 @@ def test_offline_busybox_image_builds_and_runs(client, keys):
         assert result.output.split() == ["1000", "ok"]
     finally:
         client.images.remove(image, force=True)
+
+
+def test_cli_exec_runs_a_command_and_returns_its_exit_code(client):
+    from click.testing import CliRunner
+
+    from lib.cli import cli
+
+    try:
+        ok = CliRunner().invoke(cli, ["sandbox", "exec", "--", "echo hello from $(id -u)"])
+        assert ok.exit_code == 0, ok.output
+        assert "hello from 1000" in ok.output
+        failed = CliRunner().invoke(cli, ["sandbox", "exec", "--", "exit 4"])
+        assert failed.exit_code == 4
+        status = CliRunner().invoke(cli, ["sandbox", "status"])
+        assert status.exit_code == 0
+        assert "ash-sandbox-cli-local  running" in status.output
+    finally:
+        cleanup(client, chat_key("cli", "local"))
