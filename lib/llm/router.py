@@ -60,9 +60,12 @@ def is_configured(settings: Settings, llm: LLMConfig) -> bool:
 
 def missing_key_message(settings: Settings) -> str:
     """Which variable to set so that a model can answer."""
-    wanted = KEY_VARIABLES[settings.config.default_llm.provider]
+    config = settings.config
+    wanted = [f"{KEY_VARIABLES[config.default_llm.provider]} (for [default_llm], {config.default_llm.provider})"]
+    if config.fallback_llm is not None and config.fallback_llm.provider != config.default_llm.provider:
+        wanted.append(f"{KEY_VARIABLES[config.fallback_llm.provider]} (for [fallback_llm])")
     return (
-        f"No language model is configured: set {wanted} (provider of [default_llm]), "
+        f"No language model is configured: set {' or '.join(wanted)}, "
         "or OPENAI_BASE_URL for an OpenAI-compatible server such as Ollama."
     )
 
