@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -45,6 +46,22 @@ NOT_MODIFIED = "message is not modified"
 PARSE_ERROR = "can't parse entities"
 
 _ENVELOPE = msgspec.json.Decoder(dict)
+_TOKEN_IN_URL = re.compile(r"/(file/)?bot\d+:[A-Za-z0-9_-]+/")
+
+
+class _RedactToken(logging.Filter):
+    """httpx logs every request URL at INFO, and Bot API URLs carry the token: hide it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and any(isinstance(a, httpx.URL | str) for a in record.args):
+            record.args = tuple(
+                _TOKEN_IN_URL.sub(r"/\1bot<token>/", str(a)) if isinstance(a, httpx.URL | str) else a
+                for a in record.args
+            )
+        return True
+
+
+_REDACT = _RedactToken()
 
 
 def _error(status: int, body: dict) -> TelegramError:
@@ -81,6 +98,8 @@ class TelegramClient:
         if not token:
             raise InvalidToken("TELEGRAM_BOT_TOKEN is not set")
         self.http = http_client
+        if _REDACT not in logging.getLogger("httpx").filters:
+            logging.getLogger("httpx").addFilter(_REDACT)
         self.base = base_url.rstrip("/")
         self._token = token
         self.retries = retries
