@@ -196,13 +196,14 @@ def test_missing_image_is_a_clear_error_for_the_model(client, keys):
 def test_offline_busybox_image_builds_and_runs(client, keys):
     from lib.sandbox_image import build_offline
 
-    image = "ash-sandbox-test:busybox"
+    image, key = "ash-sandbox-test:busybox", keys()
     try:
         _, base = build_offline(client, image, base="busybox", progress=lambda line: None)
         assert base == "busybox"
-        result = run(Sandbox(small_config(image=image), client=client), keys(), "id -u; touch /workspace/x && echo ok")
+        result = run(Sandbox(small_config(image=image), client=client), key, "id -u; touch /workspace/x && echo ok")
         assert result.output.split() == ["1000", "ok"]
     finally:
+        cleanup(client, key)  # the container first, so the image can go
         client.images.remove(image, force=True)
 
 
