@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -72,6 +74,27 @@ class Database:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+@contextlib.contextmanager
+def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """A write transaction that takes the write lock first (BEGIN IMMEDIATE); nests like `with conn:`.
+
+    A plain `with conn:` starts as a reader; when its first statement is a read and another
+    process commits before its first write, SQLite answers "database is locked" at once
+    (the busy timeout cannot help a stale snapshot). Taking the lock up front waits instead.
+    """
+    if conn.in_transaction:
+        with conn:
+            yield conn
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def now_iso() -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 
 from lib.config import Settings
-from lib.db import rows
+from lib.db import immediate, rows
 from lib.memory import chunking, vectors
 from lib.memory.embeddings import content_hash, embed_texts, model_key
 
@@ -132,7 +132,8 @@ def _write(conn: apsw.Connection, settings: Settings, kind: str, ref_ids: list[i
     """Replace the index rows of `ref_ids` with `chunks` (embedded first, outside the write)."""
     with_vectors = bool(chunks) and _vectors_ready(conn, settings)
     embedded = embed_texts(conn, settings, [c.content for c in chunks]) if with_vectors else None
-    with conn:
+    # It reads before it writes: take the write lock first so another process cannot stale it.
+    with immediate(conn):
         for ref_id in ref_ids:
             _unindex(conn, kind, ref_id)
         for i, chunk in enumerate(chunks):
