@@ -6,7 +6,7 @@ through a pipe into the Engine API's import (`POST /images/create?fromSrc=-`), t
 `docker import`. Two bases:
 
 - `debootstrap`: Debian minbase plus bash, coreutils, python3, curl, git (needs root, the
-  `debootstrap` command and a Debian mirror; about 35 s and 200 MB here);
+  `debootstrap` command and a Debian mirror; 2 to 3.5 minutes and 202 MB here);
 - `busybox`: Debian's static busybox alone (a shell and ~400 applets, 2 MB, seconds, no root).
 
 `auto` picks debootstrap when it can run and falls back to busybox.
