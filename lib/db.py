@@ -15,10 +15,23 @@ import apsw.bestpractice
 
 from lib.errors import DatabaseUnavailable
 
-# WAL, busy timeout, foreign keys, no double-quoted string literals, optimize on close.
-apsw.bestpractice.apply(apsw.bestpractice.recommended)
-
 BUSY_TIMEOUT_MS = 10_000
+
+
+# WAL, busy timeout, foreign keys, no double-quoted string literals, optimize on close. The
+# recommended hooks set a 100 ms busy timeout before switching to WAL, so a connection opened
+# while other threads write failed with "database is locked"; the full timeout applies there too.
+def connection_busy_timeout(connection: apsw.Connection) -> None:
+    """The busy timeout, set before the other best-practice hooks run."""
+    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
+apsw.bestpractice.apply(
+    tuple(
+        connection_busy_timeout if hook is apsw.bestpractice.connection_busy_timeout else hook
+        for hook in apsw.bestpractice.recommended
+    )
+)
 
 
 def _vec0_path() -> str:
