@@ -414,3 +414,43 @@ async def test_no_key_at_all_tells_which_variable_to_set(ash_home, monkeypatch):
 
     assert not result.ok and "ANTHROPIC_API_KEY" in sink.of("fail")[0]
     runtime.db.close()
+
+
+async def test_unknown_tool_is_answered_with_an_error_result(runtime, httpx2_mock, monkeypatch):
+    use_tools(monkeypatch)  # the model asks for get_weather, which is not offered
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[
+            sse_response("anthropic", "stream_tool_use_input_json_delta.sse"),
+            sse_response("anthropic", "stream_text.sse"),
+        ]
+    )
+
+    result = await run_turn(runtime, turn("Weather?"), RecordingSink())
+
+    tool_result = request_json(route.calls.last)["messages"][-1]["content"][0]
+    assert tool_result["is_error"] is True and "no tool named 'get_weather'" in tool_result["content"]
+    assert result.ok and result.text.endswith("Hello there!")
+    run = rows(runtime.db.conn(), "SELECT tool_name, success FROM tool_executions")
+    assert run == [{"tool_name": "get_weather", "success": 0}]
+
+
+async def test_openai_stream_cut_before_finish_is_retried(ash_home, monkeypatch, httpx2_mock, sleeps):
+    write_config(ash_home, BASE_CONFIG + '[default_llm]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n')
+    set_keys(monkeypatch)
+    runtime = make_runtime()
+    full = raw("openai", "chat_stream_text_after_tool_result.sse")
+    cut = full[: full.index(b"data: ", full.index(b'" UK"'))]
+    route = httpx2_mock.post(OPENAI_CHAT).mock(
+        side_effect=[
+            httpx.Response(200, content=cut, headers={"content-type": "text/event-stream"}),
+            httpx.Response(200, content=full, headers={"content-type": "text/event-stream"}),
+        ]
+    )
+    sink = RecordingSink()
+
+    result = await run_turn(runtime, turn("Capital?"), sink)
+
+    assert route.call_count == 2 and len(sleeps.delays) == 1
+    assert "The capital of the UK" in sink.of("update") and "…" in sink.of("update")
+    assert sink.of("finish") == ["The capital of the UK is London."] and result.ok
+    runtime.db.close()
