@@ -45,13 +45,16 @@ def parse(body: bytes) -> tuple[int, str | None, str]:
     """(update_id, chat key, kind) of a body; Rejected(400) without an integer update_id."""
     try:
         update_id = UPDATE_ID_DECODER.decode(body).update_id
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         # msgspec raises RecursionError, not DecodeError, on JSON nested about 1,000 deep.
         raise Rejected(400, "body is not a JSON object with an integer update_id") from None
     if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
         raise Rejected(400, "update_id out of range")
     try:
         update = UPDATE_DECODER.decode(body)
+    except UnicodeDecodeError:
+        # msgspec raises this (not DecodeError) for invalid UTF-8 inside a string; JSON is UTF-8.
+        raise Rejected(400, "body is not valid UTF-8") from None
     except (msgspec.DecodeError, RecursionError):
         # Stored anyway (Telegram must not retry it forever); the processor skips it with a log line.
         return update_id, None, "unknown"

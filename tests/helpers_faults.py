@@ -362,7 +362,8 @@ def server_env(home: Path, upstream: Upstream | None, **overrides: str) -> dict[
 class AshServer:
     """`ash serve` as a real process on a free port, its output captured in a file."""
 
-    def __init__(self, home: Path, env: dict[str, str], name: str = "ash"):
+    def __init__(self, home: Path, env: dict[str, str], name: str = "ash", verbose: bool = False):
+        self.verbose = verbose
         self.home = home
         self.env = env
         self.port = free_port()
@@ -373,7 +374,7 @@ class AshServer:
     def start(self, wait: bool = True) -> AshServer:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [str(ASH), "serve", "--port", str(self.port)],
+            [str(ASH), *(["-v"] if self.verbose else []), "serve", "--port", str(self.port)],
             env=self.env,
             cwd=self.home,
             stdout=log,
