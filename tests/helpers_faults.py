@@ -122,6 +122,43 @@ def anthropic_sse(text: str, pieces: int = 3) -> list[bytes]:
     return [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
 
 
+def anthropic_tool_use(name: str, tool_input: dict, tool_id: str = "toolu_stub_1") -> bytes:
+    """A Messages API event stream in which the model calls one tool."""
+    block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+    delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
+    events = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stub_tool",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "claude-sonnet-4-6",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 11, "output_tokens": 1},
+                },
+            },
+        ),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+
 def anthropic_message(text: str) -> dict:
     """A non-streamed Messages API answer, the recorded messages_text.json with other text."""
     message = json.loads((FIXTURES / "anthropic" / "messages_text.json").read_text(encoding="utf-8"))
@@ -165,6 +202,8 @@ class Upstream:
         self.messages: dict[int, dict] = {}
         self.fail: dict[str, list[Failure]] = {}
         self.hold_anthropic: threading.Event | None = None
+        # Event streams served (in order) before the echo answers: e.g. a tool call.
+        self.anthropic_script: list[bytes] = []
         self.next_id = 7000
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self.server.daemon_threads = True
@@ -284,6 +323,11 @@ class Upstream:
                     pass  # the server under test was killed mid-response
 
             def _anthropic(self, body: dict) -> None:
+                with upstream.lock:
+                    scripted = upstream.anthropic_script.pop(0) if upstream.anthropic_script else None
+                if scripted is not None:
+                    self._reply(200, scripted)
+                    return
                 text = upstream.reply(_last_user_text(body))
                 if not body.get("stream"):
                     self._reply(200, anthropic_message(text))
