@@ -181,9 +181,7 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), OPENAI_BATCH):
             batch = texts[start : start + OPENAI_BATCH]
             try:
-                response = client.embeddings.create(
-                    model=self.model, input=batch, dimensions=self.dimensions, encoding_format="float"
-                )
+                response = client.embeddings.create(model=self.model, input=batch, dimensions=self.dimensions)
             except openai.OpenAIError as exc:
                 raise EmbeddingError(f"embedding request to {self.model} failed: {exc}") from exc
             data = sorted(response.data, key=lambda d: d.index)

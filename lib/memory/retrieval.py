@@ -33,7 +33,10 @@ VECTOR_CANDIDATES = 64
 # Reciprocal rank fusion: score = sum(weight / (RRF_K + rank)). A small k trusts the top ranks.
 RRF_K = 60
 FTS_WEIGHT = 1.0
-VECTOR_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.5
+FUSION = "score"
+OWN_WORDS_WEIGHT = 0.4
+STEM_CHARS = 5
 # A nudge toward newer items, smaller than the gap between two adjacent ranks: it only
 # reorders items of (nearly) equal relevance (SEED 004: "prioritize recent at equal relevance").
 RECENCY_WEIGHT = 1e-5
@@ -122,21 +125,20 @@ def _embed_query(conn: apsw.Connection, settings: Settings, query: str) -> np.nd
     return None if embedded is None else embedded[0]
 
 
-def _refs(conn: apsw.Connection, hits: list[tuple[int, float]]) -> list[int]:
-    """Chunk hits (best first) -> distinct ref ids in the order of their best chunk."""
+def _refs(conn: apsw.Connection, hits: list[tuple[int, float]]) -> dict[int, float]:
+    """Chunk hits (best first) -> {ref id: score of its best chunk}, best first."""
     if not hits:
-        return []
+        return {}
     ref_of = {r["id"]: r["ref_id"] for r in rows(conn, CHUNK_REFS_SQL, (json.dumps([h[0] for h in hits]),))}
-    ordered: list[int] = []
-    for chunk_id, _ in hits:
-        ref = ref_of.get(chunk_id)
-        if ref is not None and ref not in ordered:
-            ordered.append(ref)
-    return ordered
+    return _best((ref_of[chunk_id], score) for chunk_id, score in hits if chunk_id in ref_of)
 
 
-def _distinct(ref_ids: list[int]) -> list[int]:
-    return list(dict.fromkeys(ref_ids))
+def _best(pairs) -> dict[int, float]:
+    """(ref id, score) pairs, best first -> the first (best) score of each ref, order kept."""
+    found: dict[int, float] = {}
+    for ref, score in pairs:
+        found.setdefault(ref, score)
+    return found
 
 
 def _recency(created_at: str, now: datetime) -> float:
@@ -148,8 +150,9 @@ def _recency(created_at: str, now: datetime) -> float:
     return math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
 
 
-def fuse(ranked: list[tuple[list[int], float]], k: int = RRF_K) -> dict[int, float]:
+def fuse(ranked: list[tuple[list[int], float]], k: int | None = None) -> dict[int, float]:
     """Weighted reciprocal rank fusion of several best-first id lists."""
+    k = RRF_K if k is None else k
     scores: dict[int, float] = {}
     for ids, weight in ranked:
         for rank, ref in enumerate(ids, start=1):
@@ -157,15 +160,44 @@ def fuse(ranked: list[tuple[list[int], float]], k: int = RRF_K) -> dict[int, flo
     return scores
 
 
-def _rank(fts_ids: list[int], vector_ids: list[int], created: dict[int, str], mode: str) -> list[tuple[int, float]]:
-    lists = []
-    if mode in ("hybrid", "fts"):
-        lists.append((fts_ids, FTS_WEIGHT))
-    if mode in ("hybrid", "vector"):
-        lists.append((vector_ids, VECTOR_WEIGHT))
-    scores = fuse(lists)
+def fuse_scores(fts: dict[int, float], vector: dict[int, float]) -> dict[int, float]:
+    """Score-aware fusion: each list's scores scaled to [0, 1] by its best, then weighted and summed."""
+    scores: dict[int, float] = {}
+    for found, weight in ((fts, FTS_WEIGHT), (vector, VECTOR_WEIGHT)):
+        if not found:
+            continue
+        top = max(found.values())
+        low = min(found.values()) if len(found) > 1 else 0.0
+        span = (top - low) or 1.0
+        for ref, score in found.items():
+            scores[ref] = scores.get(ref, 0.0) + weight * (score - low) / span
+    return scores
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def own_words(query: str, text: str) -> float:
+    """Share of the query's content words found in `text` itself (a crude prefix stem)."""
+    wanted = _stems(query)
+    return len(wanted & _stems(text)) / len(wanted) if wanted else 0.0
+
+
+def _rank(
+    fts: dict[int, float], vector: dict[int, float], items: dict[int, dict], mode: str, query: str
+) -> list[tuple[int, float]]:
+    fts = fts if mode in ("hybrid", "fts") else {}
+    vector = vector if mode in ("hybrid", "vector") else {}
+    if FUSION == "score":
+        scores = fuse_scores(fts, vector)
+    else:
+        scores = fuse([(list(fts), FTS_WEIGHT), (list(vector), VECTOR_WEIGHT)])
+    if mode == "hybrid" and OWN_WORDS_WEIGHT:
+        # A chunk carries its neighbours' words; prefer the turn that says it over the "Ok" after it.
+        scores = {ref: s + OWN_WORDS_WEIGHT * own_words(query, items[ref]["content"]) for ref, s in scores.items()}
     now = datetime.now(UTC)
-    final = {ref: s + RECENCY_WEIGHT * _recency(created.get(ref, ""), now) for ref, s in scores.items()}
+    final = {ref: s + RECENCY_WEIGHT * _recency(items[ref]["created_at"], now) for ref, s in scores.items()}
     return sorted(final.items(), key=lambda item: -item[1])
 
 
@@ -190,25 +222,25 @@ def search_messages(
     reuses an embedding already computed for this query.
     """
     _check_mode(mode)
-    fts_ids: list[int] = []
-    vector_ids: list[int] = []
+    fts: dict[int, float] = {}
+    vector_hits: dict[int, float] = {}
     expression = fts_query(query)
     if expression and mode != "vector":
         found = rows(conn, FTS_MESSAGES_SQL, {"q": expression, "owner": user_id, "n": FTS_CANDIDATES})
-        fts_ids = _distinct([r["ref_id"] for r in found])
+        fts = _best((r["ref_id"], -r["rank_score"]) for r in found)
     if mode != "fts":
         vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
         if vector is not None:
             hits = vectors.knn(conn, vector, owner=user_id, kind="message", candidates=VECTOR_CANDIDATES)
-            vector_ids = _refs(conn, hits)
-    candidates = _distinct(fts_ids + vector_ids)
+            vector_hits = _refs(conn, hits)
+    candidates = list({**fts, **vector_hits})
     if not candidates:
         return []
     by_id = {r["id"]: r for r in rows(conn, MESSAGES_SQL, (user_id, json.dumps(candidates)))}
     # Only ids the canonical table confirms as this user's survive (belt and braces).
-    fts_ids = [i for i in fts_ids if i in by_id]
-    vector_ids = [i for i in vector_ids if i in by_id]
-    ranked = _rank(fts_ids, vector_ids, {i: r["created_at"] for i, r in by_id.items()}, mode)
+    fts = {i: s for i, s in fts.items() if i in by_id}
+    vector_hits = {i: s for i, s in vector_hits.items() if i in by_id}
+    ranked = _rank(fts, vector_hits, by_id, mode, query)
     results = []
     for ref, score in ranked[:limit]:
         row = by_id[ref]
@@ -240,9 +272,9 @@ def _visible_knowledge(conn: apsw.Connection, user_id: str, ids: list[int], incl
     return {r["id"]: r for r in found}
 
 
-def _knowledge_vector_ids(
+def _knowledge_vector_hits(
     conn: apsw.Connection, vector: np.ndarray, user_id: str, include_superseded: bool
-) -> list[int]:
+) -> dict[int, float]:
     """KNN over the user's partition and the global one, dropping entries the user may not see.
 
     Expiry and supersession live in `memories` and change without reindexing, so the KNN asks
@@ -254,8 +286,8 @@ def _knowledge_vector_ids(
         hits += vectors.knn(conn, vector, owner=None, kind="memory", candidates=candidates)
         hits.sort(key=lambda h: -h[1])
         refs = _refs(conn, hits)
-        visible = _visible_knowledge(conn, user_id, refs, include_superseded)
-        kept = [r for r in refs if r in visible]
+        visible = _visible_knowledge(conn, user_id, list(refs), include_superseded)
+        kept = {r: score for r, score in refs.items() if r in visible}
         if len(kept) >= VECTOR_CANDIDATES or len(hits) < candidates or candidates >= 4096:
             return kept
         candidates *= 4
@@ -274,8 +306,8 @@ def search_knowledge(
 ) -> list[SearchResult]:
     """Knowledge entries `user_id` may see (own and global; never expired), best first."""
     _check_mode(mode)
-    fts_ids: list[int] = []
-    vector_ids: list[int] = []
+    fts: dict[int, float] = {}
+    vector_hits: dict[int, float] = {}
     expression = fts_query(query)
     if expression and mode != "vector":
         params = {
@@ -285,18 +317,18 @@ def search_knowledge(
             "now": now_iso(),
             "include_superseded": int(include_superseded),
         }
-        fts_ids = _distinct([r["ref_id"] for r in rows(conn, FTS_KNOWLEDGE_SQL, params)])
+        fts = _best((r["ref_id"], -r["rank_score"]) for r in rows(conn, FTS_KNOWLEDGE_SQL, params))
     if mode != "fts":
         vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
         if vector is not None:
-            vector_ids = _knowledge_vector_ids(conn, vector, user_id, include_superseded)
-    candidates = _distinct(fts_ids + vector_ids)
+            vector_hits = _knowledge_vector_hits(conn, vector, user_id, include_superseded)
+    candidates = list({**fts, **vector_hits})
     if not candidates:
         return []
     by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)
-    fts_ids = [i for i in fts_ids if i in by_id]
-    vector_ids = [i for i in vector_ids if i in by_id]
-    ranked = _rank(fts_ids, vector_ids, {i: r["created_at"] for i, r in by_id.items()}, mode)
+    fts = {i: s for i, s in fts.items() if i in by_id}
+    vector_hits = {i: s for i, s in vector_hits.items() if i in by_id}
+    ranked = _rank(fts, vector_hits, by_id, mode, query)
     results = []
     for ref, score in ranked[:limit]:
         row = by_id[ref]
