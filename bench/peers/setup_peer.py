@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv"
 PYTHON = VENV / "bin" / "python"
-CHECK = "import fastapi, uvicorn, aiogram, sqlalchemy, aiosqlite"
+CHECK = "import fastapi, uvicorn, aiogram, aiosqlite, sqlalchemy.ext.asyncio"
 
 
 def ready() -> bool:
