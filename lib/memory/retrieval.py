@@ -62,8 +62,7 @@ FTS_MESSAGES_SQL = """
 SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
 FROM search_fts
 JOIN search_chunks c ON c.id = search_fts.rowid
-JOIN messages m ON m.id = c.ref_id
-WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner AND m.owner_user_id = :owner
+WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner
 ORDER BY rank_score
 LIMIT :n
 """

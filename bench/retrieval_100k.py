@@ -1,0 +1,161 @@
+"""Retrieval latency with 100k stored messages of the asking user (query embedding included).
+
+    .venv/bin/python bench/retrieval_100k.py [--messages 100000] [--queries 300]
+
+Builds a temporary database holding N messages of one user (plus 10k of four other users)
+and times the production retrieval path: `search_messages` (hybrid: FTS5 BM25 + binary-vec0
+coarse pass with float rescoring + fusion), the local model embedding the query each time
+(nothing cached), and `retrieve_context` (messages and knowledge within the token budget).
+
+How the index is filled: messages are random sentences over a Zipf-distributed vocabulary,
+written as canonical rows and search chunks (FTS5 by trigger). Embedding 100k contextual chunks
+with the local model would take about half an hour here, so each chunk's vector is a real
+MiniLM embedding of one of 2,000 sentences plus noise (same distribution shape, same vec0
+layout); LoCoMo (bench/locomo.py) measures the real per-turn indexing cost.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import click  # noqa: E402
+import numpy as np  # noqa: E402
+
+import migrate  # noqa: E402
+from lib.config import load_settings  # noqa: E402
+from lib.db import connect, iso  # noqa: E402
+from lib.memory import vectors  # noqa: E402
+from lib.memory.api import retrieve_context  # noqa: E402
+from lib.memory.embeddings import LocalEmbedder, content_hash, model_key  # noqa: E402
+from lib.memory.retrieval import search_messages  # noqa: E402
+
+USER = "100001"
+OTHERS = ("200002", "300003", "400004", "500005")
+POOL = 2000
+
+INSERT_SESSION_SQL = """
+INSERT INTO sessions (provider, chat_id, chat_type, user_id, created_at, updated_at)
+VALUES ('bench', ?, 'private', ?, ?, ?)
+"""
+INSERT_MESSAGE_SQL = """
+INSERT INTO messages (session_id, owner_user_id, role, content, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?)
+"""
+INSERT_CHUNK_SQL = """
+INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at)
+VALUES ('message', ?, 0, ?, ?, ?, ?)
+"""
+
+
+def vocabulary() -> list[str]:
+    """Plain English words from the vendored tokenizer's vocabulary (whole words, 3+ letters)."""
+    vocab = json.loads((REPO / "lib/memory/data/tokenizer.json").read_text())["model"]["vocab"]
+    words = [w for w, i in sorted(vocab.items(), key=lambda kv: kv[1]) if w.isalpha() and w.isascii() and len(w) > 2]
+    return words[:20000]
+
+
+def sentences(rng: np.random.Generator, words: list[str], count: int) -> list[str]:
+    # Zipf-like word choice: a few words are everywhere (long posting lists), most are rare.
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    weights /= weights.sum()
+    lengths = rng.integers(6, 25, size=count)
+    picks = rng.choice(len(words), size=int(lengths.sum()), p=weights)
+    out, at = [], 0
+    for n in lengths:
+        out.append(" ".join(words[i] for i in picks[at : at + n]).capitalize() + ".")
+        at += n
+    return out
+
+
+def fill(conn, settings, rng, words, owner: str, count: int, pool_texts, pool_vectors) -> None:
+    key = model_key(settings)
+    if not vectors.exists(conn):
+        vectors.create(conn, *key)
+    texts = sentences(rng, words, count)
+    base = rng.integers(0, len(pool_texts), size=count)
+    start = 1_600_000_000.0
+    with conn:
+        conn.execute(INSERT_SESSION_SQL, (owner, owner, iso(start), iso(start)))
+        session_id = conn.last_insert_rowid()
+        for i in range(count):
+            text = f"{pool_texts[base[i]]} {texts[i]}"
+            stamp = iso(start + i * 60)
+            conn.execute(
+                INSERT_MESSAGE_SQL,
+                (session_id, owner, "user" if i % 2 == 0 else "assistant", text, len(text) // 4, stamp),
+            )
+            message_id = conn.last_insert_rowid()
+            conn.execute(INSERT_CHUNK_SQL, (message_id, owner, text, content_hash(text), stamp))
+            chunk_id = conn.last_insert_rowid()
+            noisy = pool_vectors[base[i]] + rng.normal(0, 0.02, size=pool_vectors.shape[1]).astype(np.float32)
+            vectors.insert(conn, chunk_id, owner, "message", noisy / np.linalg.norm(noisy))
+
+
+def timed(fn, queries: list[str]) -> list[float]:
+    out = []
+    for q in queries:
+        started = time.perf_counter()
+        fn(q)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def report(label: str, values: list[float]) -> None:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    print(f"{label:<44} p50 {statistics.median(values):6.1f} ms   p95 {p95:6.1f} ms")
+
+
+@click.command()
+@click.option("--messages", type=int, default=100_000, help="Messages of the asking user.")
+@click.option("--queries", type=int, default=300, help="Queries to time.")
+def main(messages: int, queries: int) -> None:
+    """Build a database with MESSAGES messages of one user and time retrieval on it."""
+    rng = np.random.default_rng(7)
+    words = vocabulary()
+    with tempfile.TemporaryDirectory(prefix="ash-100k-") as tmp:
+        settings = load_settings({"ASH_HOME": tmp})
+        conn = connect(settings.database_path)
+        migrate.migrate(conn)
+        started = time.perf_counter()
+        pool_texts = sentences(rng, words, POOL)
+        pool_vectors = LocalEmbedder().embed(pool_texts)
+        embed_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        fill(conn, settings, rng, words, USER, messages, pool_texts, pool_vectors)
+        for other in OTHERS:
+            fill(conn, settings, rng, words, other, 2500, pool_texts, pool_vectors)
+        build_seconds = time.perf_counter() - started
+        total = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        size_mb = Path(settings.database_path).stat().st_size / 1e6
+        print(
+            f"database: {total} messages ({messages} of the asking user), {size_mb:.0f} MB; "
+            f"pool embedded in {embed_seconds:.1f} s, rows written in {build_seconds:.1f} s"
+        )
+        asked = [" ".join(rng.choice(words[200:5000], size=int(rng.integers(3, 9)))) + "?" for _ in range(queries)]
+        search_messages(conn, settings, user_id=USER, query="warm up the model and caches")
+
+        def run(mode):
+            return lambda q: search_messages(conn, settings, user_id=USER, query=q, limit=10, mode=mode)
+
+        report("search_messages fts only", timed(run("fts"), asked))
+        report("search_messages vector only (query embedded)", timed(run("vector"), asked))
+        report(
+            "retrieve_context (messages + knowledge)",
+            timed(lambda q: retrieve_context(conn, settings, user_id=USER, query=q), asked),
+        )
+        hybrid = timed(run("hybrid"), asked)
+        report("search_messages hybrid (query embedded)", hybrid)
+        conn.close()
+    print(f"hybrid retrieval p50 at {messages} messages: {statistics.median(hybrid):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
