@@ -35,7 +35,49 @@ from lib.turn import TurnInput  # noqa: E402
 RESULTS = REPO / "bench" / "results"
 PERIOD = 2000
 USER = "424242"
-WORDS = ["garden", "tomato", "bicycle", "chemistry", "lyon", "paris", "meeting", "budget", "invoice", "holiday", "train", "ticket", "sister", "birthday", "recipe", "pasta", "python", "server", "backup", "password", "doctor", "appointment", "dentist", "running", "marathon", "book", "novel", "piano", "lesson", "weather", "rain", "coffee", "tea", "project", "deadline", "report", "manager", "salary", "rent", "apartment", "plumber"]
+WORDS = [
+    "garden",
+    "tomato",
+    "bicycle",
+    "chemistry",
+    "lyon",
+    "paris",
+    "meeting",
+    "budget",
+    "invoice",
+    "holiday",
+    "train",
+    "ticket",
+    "sister",
+    "birthday",
+    "recipe",
+    "pasta",
+    "python",
+    "server",
+    "backup",
+    "password",
+    "doctor",
+    "appointment",
+    "dentist",
+    "running",
+    "marathon",
+    "book",
+    "novel",
+    "piano",
+    "lesson",
+    "weather",
+    "rain",
+    "coffee",
+    "tea",
+    "project",
+    "deadline",
+    "report",
+    "manager",
+    "salary",
+    "rent",
+    "apartment",
+    "plumber",
+]
 
 
 class Clock:
