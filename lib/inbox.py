@@ -250,6 +250,25 @@ def prune(conn: apsw.Connection, retention_days: float, now: float | None = None
     return conn.changes()
 
 
+# Finished updates sent by one person (any update type carries the sender as `<type>.from.id`).
+# Their payloads hold what the person wrote; the rows themselves stay so repeats stay no-ops.
+SCRUB_USER_SQL = """
+UPDATE inbox SET payload = CAST('{}' AS BLOB)
+WHERE status IN ('done', 'failed', 'skipped') AND json_valid(CAST(payload AS TEXT)) AND EXISTS (
+    SELECT 1 FROM json_each(CAST(inbox.payload AS TEXT)) AS part
+    WHERE part.type = 'object' AND json_extract(part.value, '$.from.id') = CAST(:user_id AS INTEGER)
+)
+"""
+
+
+def scrub_user(conn: apsw.Connection, user_id: str) -> int:
+    """Blank the stored payloads of a person's finished updates (part of forgetting them)."""
+    if not user_id.lstrip("-").isdigit():
+        return 0
+    conn.execute(SCRUB_USER_SQL, {"user_id": user_id})
+    return conn.changes()
+
+
 def counts(conn: apsw.Connection) -> dict[str, int]:
     """Rows per status."""
     return {row["status"]: row["n"] for row in rows(conn, COUNTS_SQL)}

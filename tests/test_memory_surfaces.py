@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from lib import inbox
 from lib.memory import forget, gc, index, knowledge, store, vectors
 from tests.helpers_memory_surfaces import (
     LOCAL_EMBEDDINGS,
@@ -159,10 +160,18 @@ def test_forget_user_removes_everything_including_vectors_and_cached_embeddings(
     assert mine and vectors.ids(conn) >= set(mine)
     stored_vector = conn.execute("SELECT vector FROM vec_chunks WHERE chunk_id = ?", (mine[0],)).fetchone()[0]
     cached_before = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    # The raw Telegram updates they sent hold their words too.
+    for update_id, sender, text in ((10, 1, "my spare key is under the flamingo statue"), (11, 2, "Bob's snack list")):
+        update = {"update_id": update_id, "message": {"from": {"id": sender}, "chat": {"id": sender}, "text": text}}
+        inbox.store(conn, 1, update_id, str(sender), "message", json.dumps(update).encode())
+    conn.execute("UPDATE inbox SET status = 'done'")
 
     counts = forget.forget_user(conn, settings, "1", "user:1")
 
     assert counts["messages"] == 4 and counts["memories"] == 1 and counts["profile"] == 1
+    assert counts["telegram_updates"] == 1
+    assert b"Bob's snack list" in inbox.get(conn, 1, 11)["payload"]
+    assert inbox.get(conn, 1, 10) is not None, "the row stays so a repeat delivery is still a no-op"
     assert conn.execute("SELECT count(*) FROM messages WHERE owner_user_id = '1'").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM memories WHERE owner_user_id = '1'").fetchone()[0] == 0
     assert store.get_profile(conn, "1") is None

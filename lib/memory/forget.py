@@ -129,8 +129,12 @@ def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: 
         conn.execute("DELETE FROM extraction_queue WHERE user_id = ?", (user_id,))
         conn.execute("DELETE FROM meta WHERE key = ?", (EXTRACTION_CURSOR_KEY.format(user_id=user_id),))
         cached = _drop_cached_embeddings(conn, hashes)
+        from lib import inbox
+
+        updates = inbox.scrub_user(conn, user_id)
         counts = {
             "messages": messages,
+            "telegram_updates": updates,
             "memories": memories,
             "sessions": len(empty),
             "tool_executions": tools,
