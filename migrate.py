@@ -37,6 +37,7 @@ def _sql_step(name: str) -> Step:
 
 STEPS: list[Step] = [
     _sql_step("m001_initial"),
+    _sql_step("m002_inbox_reply_parts"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

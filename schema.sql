@@ -176,6 +176,8 @@ CREATE TABLE inbox (
     -- The Telegram message a turn started, stored before streaming so a resumed turn edits it.
     reply_chat_id TEXT,
     reply_message_id INTEGER,
+    -- Every message of the answer, in order (JSON array); reply_message_id is the first.
+    reply_message_ids TEXT NOT NULL DEFAULT '[]',
     received_at TEXT NOT NULL,
     done_at TEXT,
     PRIMARY KEY (bot_id, update_id)

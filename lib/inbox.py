@@ -7,6 +7,7 @@ the holder renews it while a turn runs; once it expires anyone may take the upda
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -41,7 +42,7 @@ WHERE bot_id = :bot AND update_id = (
     ORDER BY i.update_id
     LIMIT 1
 )
-RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, received_at
+RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, reply_message_ids, received_at
 """
 
 RENEW_SQL = """
@@ -66,7 +67,7 @@ WHERE bot_id = ? AND status = 'claimed' AND claimed_by = ?
 """
 
 RECORD_REPLY_SQL = """
-UPDATE inbox SET reply_chat_id = ?, reply_message_id = ?
+UPDATE inbox SET reply_chat_id = ?, reply_message_id = ?, reply_message_ids = ?
 WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
 """
 
@@ -107,7 +108,14 @@ class Claim:
     attempts: int
     reply_chat_id: str | None
     reply_message_id: int | None
+    reply_message_ids: str
     received_at: str
+
+    @property
+    def reply_ids(self) -> list[int]:
+        """Every message the turn had sent before, in order."""
+        ids = json.loads(self.reply_message_ids or "[]")
+        return ids or ([self.reply_message_id] if self.reply_message_id is not None else [])
 
 
 def worker_id() -> str:
@@ -218,10 +226,10 @@ def _alive(pid: int) -> bool:
 
 
 def record_reply(
-    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, chat_id: str, message_id: int
+    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, chat_id: str, message_ids: list[int]
 ) -> bool:
-    """Remember the message a turn started, so a resumed turn edits it instead of sending another."""
-    conn.execute(RECORD_REPLY_SQL, (chat_id, message_id, bot_id, update_id, worker))
+    """Remember the messages a turn has sent, so a resumed turn edits them instead of sending more."""
+    conn.execute(RECORD_REPLY_SQL, (chat_id, message_ids[0], json.dumps(message_ids), bot_id, update_id, worker))
     return conn.changes() > 0
 
 

@@ -364,8 +364,8 @@ class Processor:
         group = chat_type in ("group", "supergroup")
         interval = self.config.group_stream_edit_interval if group else self.config.stream_edit_interval
 
-        async def record(message_id: int) -> None:
-            await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker, str(chat_id), message_id)
+        async def record(message_ids: list[int]) -> None:
+            await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker, str(chat_id), message_ids)
 
         async def migrated(new_chat_id: int) -> None:
             await self._db(access.mark_migrated, chat_id, new_chat_id)
@@ -374,8 +374,8 @@ class Processor:
             self.client,
             chat_id,
             interval=interval,
-            resume_message_id=claim.reply_message_id,
-            on_first_message=record,
+            resume_message_ids=claim.reply_ids,
+            on_new_message=record,
             on_migrated=migrated,
             message_thread_id=thread_id if group else None,
         )

@@ -1,10 +1,10 @@
 """The agent's OutputSink for Telegram: a typing action, then one message edited as the answer grows.
 
 Edits are paced (telegram.stream_edit_interval in private chats, group_stream_edit_interval in
-groups) and slow down after a 429. The final text always lands. The first message's id is
-handed to `on_first_message` (which stores it in the inbox) before streaming goes on, so a
-resumed turn edits that message instead of sending another. Answers longer than one message
-continue in further messages.
+groups) and slow down after a 429. The final text always lands. Each time a message is sent,
+the ids of all the answer's messages are handed to `on_new_message` (which stores them in the
+inbox) before streaming goes on, so a resumed turn edits those messages instead of sending
+more. Answers longer than one message continue in further messages.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ class TelegramSink:
     client: TelegramClient
     chat_id: int | str
     interval: float = 1.0
-    # A resumed turn passes the message it had started; it is edited instead of sending anew.
-    resume_message_id: int | None = None
-    on_first_message: Callable[[int], Awaitable[None]] | None = None
+    # A resumed turn passes the messages it had sent; they are edited instead of sending anew.
+    resume_message_ids: list[int] = field(default_factory=list)
+    on_new_message: Callable[[list[int]], Awaitable[None]] | None = None
     on_migrated: Callable[[int], Awaitable[None]] | None = None
     message_thread_id: int | None = None
     # Buttons shown under the last message of the final answer (a command's reply).
@@ -52,9 +52,9 @@ class TelegramSink:
     _finished: bool = False
 
     def __post_init__(self) -> None:
-        if self.resume_message_id is not None:
+        for message_id in self.resume_message_ids:
             # The old content is unknown; the first sync overwrites it.
-            self.parts.append(_Part(self.resume_message_id, "\0"))
+            self.parts.append(_Part(message_id, "\0"))
 
     @property
     def finished(self) -> bool:
@@ -107,8 +107,8 @@ class TelegramSink:
             else:
                 sent = await self._send(html_text, reply_markup=markup, retry_flood=final)
                 self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
-                if len(self.parts) == 1 and self.on_first_message is not None:
-                    await self.on_first_message(sent.message_id)
+                if self.on_new_message is not None:
+                    await self.on_new_message(self.message_ids)
         if final:
             # A re-split may leave fewer parts; blank the extra ones rather than leave stale text.
             for part in self.parts[len(rendered) :]:

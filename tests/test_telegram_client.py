@@ -8,6 +8,7 @@ import respx
 
 from lib.errors import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter
 from lib.telegram import TelegramClient
+from lib.telegram_format import render
 from lib.telegram_sink import TelegramSink
 from tests.helpers_telegram import API, TOKEN, FakeBotAPI, load
 
@@ -122,15 +123,15 @@ class Clock:
 
 async def test_streaming_edits_one_message_paced_and_the_final_text_lands(http, bot):
     clock = Clock()
-    first_ids: list[int] = []
+    first_ids: list[list[int]] = []
 
-    async def remember(message_id: int) -> None:
+    async def remember(message_ids: list[int]) -> None:
         # Recorded before any further streaming happens.
-        first_ids.append(message_id)
+        first_ids.append(message_ids)
         assert bot.methods().count("editMessageText") == 0
 
     sink = TelegramSink(
-        TelegramClient(http, TOKEN, API, sleep=Sleeps()), CHAT, interval=1.0, clock=clock, on_first_message=remember
+        TelegramClient(http, TOKEN, API, sleep=Sleeps()), CHAT, interval=1.0, clock=clock, on_new_message=remember
     )
     await sink.typing()
     await sink.update("Hel")
@@ -143,7 +144,7 @@ async def test_streaming_edits_one_message_paced_and_the_final_text_lands(http, 
     [message] = bot.sent_to(CHAT)
     assert message["text"] == "Hello <b>world</b>!" and message["parse_mode"] == "HTML"
     assert message["edits"] == 2
-    assert first_ids == [5001]
+    assert first_ids == [[5001]]
     assert bot.methods()[0] == "sendChatAction"
 
 
@@ -164,9 +165,28 @@ async def test_streaming_slows_down_after_a_429_and_still_finishes(http, bot):
 
 async def test_resumed_turn_edits_the_message_it_started(http, bot):
     started = (await TelegramClient(http, TOKEN, API).send_message(CHAT, "partial …")).message_id
-    sink = TelegramSink(TelegramClient(http, TOKEN, API), CHAT, resume_message_id=started)
+    sink = TelegramSink(TelegramClient(http, TOKEN, API), CHAT, resume_message_ids=[started])
     await sink.finish("the full answer")
     assert [m["text"] for m in bot.sent_to(CHAT)] == ["the full answer"]
+
+
+async def test_resumed_long_answer_edits_every_part_it_had_sent(http, bot):
+    """A crash after part 2 of a long answer: the resumed turn sends no part twice."""
+    answer = "\n\n".join(f"Part {i}. " + "text " * 200 for i in range(10))
+    recorded: list[list[int]] = []
+
+    async def remember(message_ids: list[int]) -> None:
+        recorded.append(message_ids)
+
+    first = TelegramSink(TelegramClient(http, TOKEN, API), CHAT, on_new_message=remember)
+    await first.update(answer[:5000])  # two parts on screen, then the process dies
+    assert recorded[-1] == first.message_ids and len(first.message_ids) == 2
+
+    resumed = TelegramSink(TelegramClient(http, TOKEN, API), CHAT, resume_message_ids=recorded[-1])
+    await resumed.finish(answer)
+    sent = bot.sent_to(CHAT)
+    assert sorted(bot.messages)[:2] == recorded[-1]
+    assert [m["text"] for m in sent] == render(answer), "every part exactly once, no stale extra message"
 
 
 async def test_long_answer_continues_in_further_messages(http, bot):

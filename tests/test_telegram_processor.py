@@ -248,7 +248,7 @@ async def test_claim_of_a_dead_process_is_resumed_editing_its_message(runtime, b
     dead = "somehost:1:deadbeef"
     assert inbox.claim(conn, BOT_ID, dead, lease_seconds=0.01) is not None
     started = await Processor(runtime).client.send_message(USER, "Partial ans …")
-    inbox.record_reply(conn, BOT_ID, 80, dead, str(USER), started.message_id)
+    inbox.record_reply(conn, BOT_ID, 80, dead, str(USER), [started.message_id])
     conn.close()
     await asyncio.sleep(0.02)  # the dead process's lease runs out
     await Processor(runtime, runner=echo_runner()).drain()
