@@ -31,9 +31,7 @@ def ensure() -> Path:
         return PYTHON
     print(f"installing the peer's stack into {VENV} (one time)", file=sys.stderr)
     venv.EnvBuilder(with_pip=True, clear=False).create(VENV)
-    subprocess.run(
-        [str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(HERE / "requirements.txt")], check=True
-    )
+    subprocess.run([str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(HERE / "requirements.txt")], check=True)
     if not ready():
         raise SystemExit("the peer's venv was created but does not import its stack; see pip's output above")
     return PYTHON
