@@ -38,6 +38,7 @@ def _sql_step(name: str) -> Step:
 STEPS: list[Step] = [
     _sql_step("m001_initial"),
     _sql_step("m002_inbox_reply_parts"),
+    _sql_step("m003_chunk_embedded"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

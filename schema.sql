@@ -48,6 +48,7 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_session ON messages (session_id, id);
 CREATE INDEX messages_owner ON messages (owner_user_id, id);
+CREATE INDEX messages_update ON messages (session_id, update_id) WHERE update_id IS NOT NULL;
 
 -- Knowledge: facts and notes. owner_user_id NULL with is_global = 1 is visible to everyone.
 CREATE TABLE memories (
@@ -80,9 +81,12 @@ CREATE TABLE search_chunks (
     content TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    -- 1 once the chunk's vector is stored; new turns are embedded just after they are stored.
+    embedded INTEGER NOT NULL DEFAULT 0,
     UNIQUE (kind, ref_id, ordinal)
 );
 CREATE INDEX search_chunks_owner ON search_chunks (owner_user_id, kind);
+CREATE INDEX search_chunks_unembedded ON search_chunks (id) WHERE embedded = 0;
 
 CREATE VIRTUAL TABLE search_fts USING fts5 (
     content,

@@ -19,6 +19,7 @@ from lib.errors import LLMError
 from lib.llm.types import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lib.memory import api as memory_api
 from lib.memory import store
+from lib.memory.service import get_memory_service
 from lib.memory.store import Session, StoredMessage
 from lib.prompt import build_system_prompt, is_owner
 from lib.runtime import Runtime
@@ -229,6 +230,9 @@ async def run_turn(runtime: Runtime, turn: TurnInput, sink: OutputSink) -> TurnR
         answer = f"{answer}\n\n{STEP_LIMIT.format(steps=max_steps)}"
     result.text = answer
     await sink.finish(answer)
+    # With a memory service running (the server), vectors are added just after, off the reply
+    # path; full-text search finds the turn at once either way.
+    housekeeper = get_memory_service(runtime)
     await asyncio.to_thread(
         lambda: memory_api.record_turn(
             runtime.db.conn(),
@@ -238,8 +242,11 @@ async def run_turn(runtime: Runtime, turn: TurnInput, sink: OutputSink) -> TurnR
             user_text=_stored_user_text(turn),
             answer_text=answer,
             update_id=turn.update_id,
+            embed=housekeeper is None,
         )
     )
+    if housekeeper is not None:
+        housekeeper.kick()
     try:
         await maybe_compact(runtime, session.id, turn.user_id)
     except Exception:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import apsw
 
 from lib.config import Settings
+from lib.db import immediate
 from lib.memory import store
 from lib.memory.extraction import enqueue as enqueue_extraction
 from lib.memory.index import index_messages
@@ -17,6 +18,14 @@ from lib.tokens import estimate_tokens
 
 # Items fetched before the token budget is applied.
 RETRIEVAL_CANDIDATES = 20
+# The exchange an earlier run of the same update already stored (user message, its answer).
+RECORDED_SQL = """
+SELECT u.id, a.id FROM messages u JOIN messages a
+    ON a.session_id = u.session_id AND a.update_id = u.update_id AND a.role = 'assistant'
+WHERE u.session_id = ? AND u.update_id = ? AND u.role = 'user'
+ORDER BY u.id LIMIT 1
+"""
+REPLACE_ANSWER_SQL = "UPDATE messages SET content = ?, token_count = ? WHERE id = ?"
 PREVIOUS_MESSAGE_SQL = """
 SELECT id FROM messages WHERE session_id = ? AND id < ? AND role IN ('user', 'assistant') ORDER BY id DESC LIMIT 1
 """
@@ -59,15 +68,29 @@ def record_turn(
     user_text: str,
     answer_text: str,
     update_id: int | None = None,
+    embed: bool = True,
 ) -> tuple[int, int]:
-    """Persist the user's message and the answer, index both; returns their message ids."""
-    with conn:
-        user_msg = store.add_message(conn, session_id, user_id, "user", user_text, update_id=update_id)
-        answer = store.add_message(conn, session_id, user_id, "assistant", answer_text, update_id=update_id)
+    """Persist the user's message and the answer, index both; returns their message ids.
+
+    A turn resumed after a crash may be recorded twice for one update: the second time the
+    stored answer is replaced rather than the exchange duplicated. With `embed=False` only the
+    full-text index is written now; `lib.memory.index.backfill_vectors` adds the vectors."""
+    # It reads before it writes: take the write lock first, or another process's commit in
+    # between makes SQLite answer "database is locked" at once (lib.db.immediate).
+    with immediate(conn):
+        recorded = conn.execute(RECORDED_SQL, (session_id, update_id)).fetchone() if update_id is not None else None
+        if recorded:
+            user_msg, answer = recorded
+            conn.execute(REPLACE_ANSWER_SQL, (answer_text, estimate_tokens(answer_text), answer))
+        else:
+            user_msg = store.add_message(conn, session_id, user_id, "user", user_text, update_id=update_id)
+            answer = store.add_message(conn, session_id, user_id, "assistant", answer_text, update_id=update_id)
     # After the commit: the turn is safe even if indexing is slow; embeddings degrade on their own.
     # The session's previous message is reindexed too: its chunk now gains this turn as context.
     previous = conn.execute(PREVIOUS_MESSAGE_SQL, (session_id, user_msg)).fetchone()
-    index_messages(conn, settings, [*(previous or ()), user_msg, answer])
+    index_messages(conn, settings, [*(previous or ()), user_msg, answer], embed=embed)
+    if recorded:
+        return user_msg, answer
     # Fact extraction runs later, debounced per user (lib/memory/extraction.py).
     if len(user_text) >= settings.config.memory.extraction_min_message_length:
         enqueue_extraction(conn, settings, user_id, user_msg)

@@ -44,16 +44,15 @@ INDEXED_MESSAGE_IDS_SQL = "SELECT id FROM messages WHERE role IN ('user', 'assis
 CHUNK_IDS_SQL = "SELECT id FROM search_chunks WHERE kind = ? AND ref_id = ?"
 DELETE_CHUNKS_SQL = "DELETE FROM search_chunks WHERE kind = ? AND ref_id = ?"
 INSERT_CHUNK_SQL = """
-INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at, embedded)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 """
+UNEMBEDDED_SQL = "SELECT id, kind, owner_user_id, content FROM search_chunks WHERE embedded = 0 ORDER BY id LIMIT ?"
+MARK_EMBEDDED_SQL = "UPDATE search_chunks SET embedded = 1 WHERE id = ? AND embedded = 0"
 ORPHAN_CHUNKS_SQL = """
 SELECT id FROM search_chunks c WHERE
     (c.kind = 'message' AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.ref_id))
     OR (c.kind = 'memory' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = c.ref_id))
-"""
-CHUNKS_OF_SQL = """
-SELECT id, kind, owner_user_id, content FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))
 """
 
 
@@ -128,9 +127,20 @@ def _unindex(conn: apsw.Connection, kind: str, ref_id: int) -> None:
     conn.execute(DELETE_CHUNKS_SQL, (kind, ref_id))
 
 
-def _write(conn: apsw.Connection, settings: Settings, kind: str, ref_ids: list[int], chunks: list[_Chunk]) -> None:
-    """Replace the index rows of `ref_ids` with `chunks` (embedded first, outside the write)."""
-    with_vectors = bool(chunks) and _vectors_ready(conn, settings)
+def _write(
+    conn: apsw.Connection,
+    settings: Settings,
+    kind: str,
+    ref_ids: list[int],
+    chunks: list[_Chunk],
+    *,
+    embed: bool = True,
+) -> None:
+    """Replace the index rows of `ref_ids` with `chunks` (embedded first, outside the write).
+
+    With `embed=False` the chunks are written for full-text search only and `backfill_vectors`
+    embeds them later."""
+    with_vectors = embed and bool(chunks) and _vectors_ready(conn, settings)
     embedded = embed_texts(conn, settings, [c.content for c in chunks]) if with_vectors else None
     # It reads before it writes: take the write lock first so another process cannot stale it.
     with immediate(conn):
@@ -147,16 +157,18 @@ def _write(conn: apsw.Connection, settings: Settings, kind: str, ref_ids: list[i
                     chunk.content,
                     content_hash(chunk.content),
                     chunk.created_at,
+                    int(embedded is not None),
                 ),
             )
             if embedded is not None:
                 vectors.insert(conn, conn.last_insert_rowid(), chunk.owner, chunk.kind, embedded[i])
 
 
-def index_messages(conn: apsw.Connection, settings: Settings, message_ids: list[int]) -> None:
-    """Index several messages at once (one embedding call for all their chunks)."""
+def index_messages(conn: apsw.Connection, settings: Settings, message_ids: list[int], *, embed: bool = True) -> None:
+    """Index several messages at once (one embedding call for all their chunks, unless `embed`
+    is False: then only full-text rows are written and `backfill_vectors` embeds them later)."""
     found, chunks = _message_chunks(conn, message_ids)
-    _write(conn, settings, "message", found, chunks)
+    _write(conn, settings, "message", found, chunks, embed=embed)
 
 
 def index_message(conn: apsw.Connection, settings: Settings, message_id: int) -> None:
@@ -194,20 +206,23 @@ def prune_orphans(conn: apsw.Connection) -> int:
 
 
 def backfill_vectors(conn: apsw.Connection, settings: Settings, limit: int = REINDEX_BATCH) -> int:
-    """Embed up to `limit` chunks written while the embedding service was down; returns how many."""
+    """Embed up to `limit` chunks that have no vector yet (new turns, or written while the
+    embedding service was down); returns how many were embedded."""
     if not _vectors_ready(conn, settings):
         return 0
-    have = vectors.ids(conn)
-    missing = [r[0] for r in conn.execute("SELECT id FROM search_chunks ORDER BY id DESC") if r[0] not in have][:limit]
-    if not missing:
+    found = rows(conn, UNEMBEDDED_SQL, (limit,))
+    if not found:
         return 0
-    found = rows(conn, CHUNKS_OF_SQL, (json.dumps(missing),))
     embedded = embed_texts(conn, settings, [r["content"] for r in found])
     if embedded is None:
         return 0
-    with conn:
+    with immediate(conn):
         for row, vector in zip(found, embedded, strict=True):
-            vectors.insert(conn, row["id"], row["owner_user_id"], row["kind"], vector)
+            # Another process may have embedded it meanwhile, or the chunk may be gone.
+            conn.execute(MARK_EMBEDDED_SQL, (row["id"],))
+            if conn.changes():
+                vectors.delete(conn, [row["id"]])
+                vectors.insert(conn, row["id"], row["owner_user_id"], row["kind"], vector)
     return len(found)
 
 

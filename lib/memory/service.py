@@ -1,4 +1,5 @@
-"""The server's memory housekeeping: gc at start-up (`auto_gc`) and due fact extractions on a timer."""
+"""The server's memory housekeeping: gc at start-up (`auto_gc`), then on a timer (and when
+kicked after a turn) the vectors of newly stored turns and the fact extractions that are due."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from lib.memory import extraction, gc
+from lib.memory import extraction, gc, index
 
 if TYPE_CHECKING:
     from lib.runtime import Runtime
@@ -19,12 +20,17 @@ POLL_SECONDS = 5.0
 
 
 class MemoryService:
-    """Runs gc once at start and extraction whenever a user's debounce has passed."""
+    """Runs gc once at start, then embeds new turns and runs due extractions."""
 
     def __init__(self, runtime: Runtime, *, poll_seconds: float = POLL_SECONDS):
         self.runtime = runtime
         self.poll_seconds = poll_seconds
         self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def kick(self) -> None:
+        """A turn was stored: embed it now rather than at the next poll."""
+        self._wake.set()
 
     async def complete(self, *, system: str, prompt: str, user_id: str) -> str:
         """Ask the configured model (extraction_model, else the default) through the shared router."""
@@ -48,11 +54,24 @@ class MemoryService:
                 log.info("memory gc at start-up: %s", counts)
             except Exception:
                 log.exception("memory gc at start-up failed; continuing")
-        if settings.config.memory.extraction_enabled:
-            self._task = asyncio.create_task(self._loop(), name="memory-extraction")
+        self._task = asyncio.create_task(self._loop(), name="memory-housekeeping")
+
+    async def embed_pending(self) -> int:
+        """Embed chunks stored without a vector (new turns); returns how many."""
+        total = 0
+        while True:
+            done = await asyncio.to_thread(
+                lambda: index.backfill_vectors(self.runtime.db.conn(), self.runtime.settings)
+            )
+            total += done
+            if done < index.REINDEX_BATCH:
+                return total
 
     async def run_once(self) -> list[extraction.Report]:
-        """Run the extractions that are due now."""
+        """Embed new turns, then run the extractions that are due now."""
+        await self.embed_pending()
+        if not self.runtime.settings.config.memory.extraction_enabled:
+            return []
         return await extraction.run_due(self.runtime.db, self.runtime.settings, self.complete)
 
     async def _loop(self) -> None:
@@ -62,9 +81,11 @@ class MemoryService:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                # A bad row or a database hiccup must not stop extraction for everyone.
-                log.exception("memory extraction pass failed; trying again shortly")
-            await asyncio.sleep(self.poll_seconds)
+                # A bad row or a database hiccup must not stop housekeeping for everyone.
+                log.exception("memory housekeeping pass failed; trying again shortly")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
 
     async def stop(self) -> None:
         """Stop the timer (an extraction in flight is cancelled and retried on the next start)."""
@@ -73,3 +94,8 @@ class MemoryService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def get_memory_service(runtime: Runtime) -> MemoryService | None:
+    """The running memory service, if this process has one (the server does, `ash chat` not)."""
+    return next((s for s in runtime.services if isinstance(s, MemoryService)), None)
