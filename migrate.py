@@ -39,6 +39,7 @@ STEPS: list[Step] = [
     _sql_step("m001_initial"),
     _sql_step("m002_inbox_reply_parts"),
     _sql_step("m003_chunk_embedded"),
+    _sql_step("m004_inbox_open"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import apsw
 
 from lib.config import Settings
-from lib.db import now_iso, rows
+from lib.db import immediate, now_iso, rows
 
 DB_ENTRIES_SQL = "SELECT entry, user_id FROM allowed_users"
 
@@ -60,7 +60,7 @@ def is_allowed(conn: apsw.Connection, settings: Settings, user_id: int, username
     owner = pinned.get(name)
     if owner:
         return owner == uid
-    with conn:
+    with immediate(conn):
         conn.execute(PIN_SQL, {"entry": name, "user_id": uid, "now": now_iso()})
         # Someone else may have pinned it a moment earlier; the row decides.
         row = rows(conn, "SELECT user_id FROM allowed_users WHERE entry = ?", (name,))

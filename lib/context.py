@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from lib.config import MemoryConfig
-from lib.db import now_iso, one, rows
+from lib.db import immediate, now_iso, one, rows
 from lib.memory.store import StoredMessage, recent_messages
 from lib.tokens import estimate_tokens
 
@@ -149,7 +149,7 @@ async def maybe_compact(runtime: Runtime, session_id: int, user_id: str | None =
 
     def save() -> None:
         conn = runtime.db.conn()
-        with conn:
+        with immediate(conn):
             conn.execute(SAVE_SUMMARY_SQL, (summary.strip(), through, now_iso(), session_id, through))
 
     await asyncio.to_thread(save)

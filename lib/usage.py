@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import apsw
 
 from lib.config import Config, Settings
-from lib.db import now_iso, one, rows
+from lib.db import immediate, now_iso, one, rows
 from lib.llm.types import Usage
 
 INSERT_USAGE_SQL = """
@@ -56,7 +56,7 @@ def record_usage(
 ) -> None:
     """Store one LLM call's tokens and cost."""
     cost = cost_usd(settings.config, model, usage)
-    with conn:
+    with immediate(conn):
         conn.execute(
             INSERT_USAGE_SQL,
             (

@@ -21,7 +21,7 @@ import apsw
 import numpy as np
 
 from lib.config import Settings
-from lib.db import now_iso
+from lib.db import immediate, now_iso
 from lib.errors import EmbeddingError
 
 log = logging.getLogger("ash.memory.embeddings")
@@ -263,7 +263,7 @@ def embed_texts(
             out[positions] = vector
         return out
     stamp = now_iso()
-    with conn:
+    with immediate(conn):
         for (digest, positions), vector in zip(missing.items(), vectors, strict=True):
             out[positions] = vector
             conn.execute(INSERT_CACHED_SQL, (digest, model, dimensions, vector.astype(np.float32).tobytes(), stamp))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from lib.config import Settings
-from lib.db import Database, one, rows
+from lib.db import Database, immediate, one, rows
 from lib.memory import knowledge, store
 from lib.memory.forget import EXTRACTION_CURSOR_KEY
 
@@ -98,7 +98,7 @@ def enqueue(
     if not memory.extraction_enabled:
         return False
     due = (time.time() if now is None else now) + memory.extraction_debounce_seconds
-    with conn:
+    with immediate(conn):
         conn.execute(ENQUEUE_SQL, (user_id, due, message_id))
     return True
 
@@ -175,7 +175,7 @@ def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through
 
 
 def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
-    with conn:
+    with immediate(conn):
         conn.execute(SET_CURSOR_SQL, (EXTRACTION_CURSOR_KEY.format(user_id=user_id), str(through)))
         conn.execute(DEQUEUE_SQL, (user_id, through))
 
@@ -268,7 +268,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
 
         def store_fact(fact: Fact = fact, replaced: list[int] = replaced, removed: list[str] = removed) -> int:
             conn = db.conn()
-            with conn:
+            with immediate(conn):
                 new_id = knowledge.add(
                     conn,
                     settings,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import apsw
 
 from lib.config import Settings
-from lib.db import one, rows
+from lib.db import immediate, one, rows
 from lib.memory import knowledge, store
 
 USER_MESSAGES_SQL = "SELECT id FROM messages WHERE owner_user_id = ?"
@@ -108,7 +108,7 @@ def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: 
     memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
     touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, (user_id,))]
     neighbours = _surviving_neighbours(conn, message_ids)
-    with secure_delete(conn), conn:
+    with secure_delete(conn), immediate(conn):
         hashes = _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
         hashes |= _unindex_collecting_hashes(conn, "memory", memory_ids)
         memories = 0
@@ -206,7 +206,7 @@ def forget_memory(
             message_ids.append(answer["id"])
     message_ids = sorted(set(message_ids))
     neighbours = _surviving_neighbours(conn, message_ids)
-    with secure_delete(conn), conn:
+    with secure_delete(conn), immediate(conn):
         hashes = _unindex_collecting_hashes(conn, "memory", memory_ids)
         hashes |= _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
         memories = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import apsw
 
 from lib.config import Settings
-from lib.db import now_iso, rows
+from lib.db import immediate, now_iso, rows
 from lib.memory import knowledge, store
 
 EXPIRED_SQL = "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY id"
@@ -43,7 +43,7 @@ def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None
     from lib.memory import index
 
     now = now or now_iso()
-    with conn:
+    with immediate(conn):
         expired = _delete_with_history(conn, [r["id"] for r in rows(conn, EXPIRED_SQL, (now,))])
         cap = settings.config.memory.max_entries
         evicted = 0

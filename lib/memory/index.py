@@ -186,13 +186,13 @@ def unindex(conn: apsw.Connection, kind: str, ref_id: int) -> None:
     """Delete the chunks, FTS rows and vectors of one message or memory (`kind` "message"|"memory")."""
     if kind not in ("message", "memory"):
         raise ValueError(f"kind must be 'message' or 'memory', not {kind!r}")
-    with conn:
+    with immediate(conn):
         _unindex(conn, kind, ref_id)
 
 
 def prune_orphans(conn: apsw.Connection) -> int:
     """Remove index rows whose message or memory is gone; returns how many chunks were removed."""
-    with conn:
+    with immediate(conn):
         orphan_ids = [r[0] for r in conn.execute(ORPHAN_CHUNKS_SQL)]
         if vectors.exists(conn):
             vectors.delete(conn, orphan_ids)
@@ -232,7 +232,7 @@ def reindex_all(conn: apsw.Connection, settings: Settings, progress: Callable[[i
     `progress(done, total)` is called after each batch. Returns the number of rows indexed.
     """
     key = model_key(settings)
-    with conn:
+    with immediate(conn):
         conn.execute("DELETE FROM search_chunks")
         conn.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
         if key is None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import apsw
 
 from lib.config import Settings
-from lib.db import now_iso, one, rows
+from lib.db import immediate, now_iso, one, rows
 from lib.memory import store
 
 # An entry retrieval may return: not superseded, not expired.
@@ -163,7 +163,7 @@ def add(
         "source_message_id": source_message_id,
         "metadata": json.dumps(metadata or {}),
     }
-    with conn:
+    with immediate(conn):
         conn.execute(INSERT_SQL, params)
         memory_id = conn.last_insert_rowid()
         _index().index_memory(conn, settings, memory_id)
@@ -210,7 +210,7 @@ def chain_ids(conn: apsw.Connection, memory_id: int) -> list[int]:
 def delete(conn: apsw.Connection, memory_ids: list[int]) -> int:
     """Delete entries and their index rows; returns how many rows went."""
     deleted = 0
-    with conn:
+    with immediate(conn):
         for memory_id in memory_ids:
             _index().unindex(conn, "memory", memory_id)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
@@ -220,7 +220,7 @@ def delete(conn: apsw.Connection, memory_ids: list[int]) -> int:
 
 def supersede(conn: apsw.Connection, old_id: int, new_id: int) -> None:
     """Mark `old_id` as replaced by `new_id`: kept, linked, out of retrieval."""
-    with conn:
+    with immediate(conn):
         conn.execute(SUPERSEDE_SQL, {"old": old_id, "new": new_id, "now": now_iso()})
         new = one(conn, "SELECT metadata FROM memories WHERE id = ?", (new_id,))
         if new is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from lib.db import now_iso, one, rows
+from lib.db import immediate, now_iso, one, rows
 from lib.tokens import estimate_tokens
 
 
@@ -85,14 +85,14 @@ def open_session(conn: apsw.Connection, provider: str, chat_id: str, user_id: st
     if found:
         return _session(found)
     stamp = now_iso()
-    with conn:
+    with immediate(conn):
         conn.execute(INSERT_SESSION_SQL, (provider, chat_id, chat_type, user_id, stamp, stamp))
         return _session(one(conn, OPEN_SESSION_SQL, (provider, chat_id)))
 
 
 def close_session(conn: apsw.Connection, provider: str, chat_id: str) -> bool:
     """Close the chat's open session (`/new`); memory is kept. True if one was open."""
-    with conn:
+    with immediate(conn):
         conn.execute(
             "UPDATE sessions SET closed_at = ? WHERE provider = ? AND chat_id = ? AND closed_at IS NULL",
             (now_iso(), provider, chat_id),
@@ -113,7 +113,7 @@ def add_message(
 ) -> int:
     """Append a message to a session; returns its id (`created_at` for imported history)."""
     stamp = created_at or now_iso()
-    with conn:
+    with immediate(conn):
         conn.execute(
             INSERT_MESSAGE_SQL,
             (
@@ -143,7 +143,7 @@ def touch_profile(
 ) -> None:
     """Create the user's profile on first contact; keep username and name current."""
     stamp = now_iso()
-    with conn:
+    with immediate(conn):
         conn.execute(UPSERT_PROFILE_SQL, (user_id, username, display_name, stamp, stamp))
 
 
@@ -162,7 +162,7 @@ def get_profile(conn: apsw.Connection, user_id: str) -> Profile | None:
 def set_notes(conn: apsw.Connection, user_id: str, notes: str) -> None:
     """Replace the user's profile notes (the profile is created if needed)."""
     touch_profile(conn, user_id)
-    with conn:
+    with immediate(conn):
         conn.execute(
             "UPDATE user_profiles SET notes = ?, updated_at = ? WHERE user_id = ?", (notes, now_iso(), user_id)
         )
@@ -170,7 +170,7 @@ def set_notes(conn: apsw.Connection, user_id: str, notes: str) -> None:
 
 def audit(conn: apsw.Connection, actor: str, action: str, target: str | None = None, **detail) -> None:
     """Record that something happened (never the content of what was said)."""
-    with conn:
+    with immediate(conn):
         conn.execute(
             "INSERT INTO audit_log (created_at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)",
             (now_iso(), actor, action, target, json.dumps(detail)),

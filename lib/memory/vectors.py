@@ -15,7 +15,7 @@ from __future__ import annotations
 import apsw
 import numpy as np
 
-from lib.db import one
+from lib.db import immediate, one
 
 TABLE = "vec_chunks"
 GLOBAL_OWNER = "*"  # partition of knowledge marked global (owner_user_id NULL)
@@ -61,7 +61,7 @@ def create(conn: apsw.Connection, model: str, dimensions: int, *, replace: bool 
     """Create the table for `model`/`dimensions` (dropping an existing one when `replace`)."""
     if dimensions % 8:
         raise ValueError("binary quantisation needs a dimension divisible by 8")
-    with conn:
+    with immediate(conn):
         if replace:
             conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
         conn.execute(CREATE_SQL.format(dimensions=int(dimensions)))
@@ -71,7 +71,7 @@ def create(conn: apsw.Connection, model: str, dimensions: int, *, replace: bool 
 
 def drop(conn: apsw.Connection) -> None:
     """Remove the table and its bookkeeping (embeddings turned off)."""
-    with conn:
+    with immediate(conn):
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
         conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMENSIONS))
 

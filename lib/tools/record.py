@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from lib.db import now_iso
+from lib.db import immediate, now_iso
 from lib.tools.base import ToolContext, ToolResult
 
 # Enough to see what happened; the full output already went to the model.
@@ -38,7 +38,7 @@ def record_tool_run(
     duration_ms: int,
 ) -> int:
     """Store one tool run; returns its row id."""
-    with conn:
+    with immediate(conn):
         conn.execute(
             INSERT_TOOL_RUN_SQL,
             (
