@@ -10,7 +10,7 @@ from __future__ import annotations
 import apsw
 
 from lib.config import Settings
-from lib.db import immediate, now_iso, rows
+from lib.db import immediate, now_iso, rows, write
 
 DB_ENTRIES_SQL = "SELECT entry, user_id FROM allowed_users"
 
@@ -67,12 +67,21 @@ def is_allowed(conn: apsw.Connection, settings: Settings, user_id: int, username
     return bool(row) and row[0]["user_id"] == uid
 
 
+MARK_BLOCKED_SQL = """
+INSERT INTO chats (chat_id, type, blocked_at, updated_at) VALUES (?, 'private', ?, ?)
+ON CONFLICT (chat_id) DO UPDATE SET blocked_at = excluded.blocked_at, updated_at = excluded.updated_at
+"""
+MARK_MIGRATED_SQL = """
+INSERT INTO chats (chat_id, type, migrated_to, updated_at) VALUES (?, 'group', ?, ?)
+ON CONFLICT (chat_id) DO UPDATE SET migrated_to = excluded.migrated_to, updated_at = excluded.updated_at
+"""
+
+
 def allow(conn: apsw.Connection, entry: str, source: str = "cli") -> tuple[str, bool]:
     """Add an allowed user (numeric id or @username); returns (entry, newly added)."""
     key = normalize_entry(entry)
     user_id = key if not key.startswith("@") else None
-    conn.execute(ALLOW_SQL, (key, user_id, source, now_iso()))
-    return key, conn.changes() > 0
+    return key, write(conn, ALLOW_SQL, (key, user_id, source, now_iso())) > 0
 
 
 def listing(conn: apsw.Connection, settings: Settings) -> list[dict]:
@@ -98,13 +107,12 @@ def listing(conn: apsw.Connection, settings: Settings) -> list[dict]:
 
 def note_chat(conn: apsw.Connection, chat_id: int, chat_type: str, title: str | None) -> None:
     """Remember a chat Ash has seen."""
-    conn.execute(UPSERT_CHAT_SQL, (str(chat_id), chat_type, title, now_iso()))
+    write(conn, UPSERT_CHAT_SQL, (str(chat_id), chat_type, title, now_iso()))
 
 
 def should_tell_denied(conn: apsw.Connection, chat_id: int) -> bool:
     """True exactly once per chat: the first time someone not allowed writes there."""
-    conn.execute(DENIED_NOTICE_SQL, (now_iso(), str(chat_id)))
-    return conn.changes() > 0
+    return write(conn, DENIED_NOTICE_SQL, (now_iso(), str(chat_id))) > 0
 
 
 def chat_state(conn: apsw.Connection, chat_id: int | str) -> dict | None:
@@ -115,17 +123,9 @@ def chat_state(conn: apsw.Connection, chat_id: int | str) -> dict | None:
 
 def mark_blocked(conn: apsw.Connection, chat_id: int | str, blocked: bool = True) -> None:
     """The user blocked the bot (403) or unblocked it: stop or resume writing there."""
-    conn.execute(
-        "INSERT INTO chats (chat_id, type, blocked_at, updated_at) VALUES (?, 'private', ?, ?) "
-        "ON CONFLICT (chat_id) DO UPDATE SET blocked_at = excluded.blocked_at, updated_at = excluded.updated_at",
-        (str(chat_id), now_iso() if blocked else None, now_iso()),
-    )
+    write(conn, MARK_BLOCKED_SQL, (str(chat_id), now_iso() if blocked else None, now_iso()))
 
 
 def mark_migrated(conn: apsw.Connection, chat_id: int | str, new_chat_id: int | str) -> None:
     """A group became a supergroup with a new id."""
-    conn.execute(
-        "INSERT INTO chats (chat_id, type, migrated_to, updated_at) VALUES (?, 'group', ?, ?) "
-        "ON CONFLICT (chat_id) DO UPDATE SET migrated_to = excluded.migrated_to, updated_at = excluded.updated_at",
-        (str(chat_id), str(new_chat_id), now_iso()),
-    )
+    write(conn, MARK_MIGRATED_SQL, (str(chat_id), str(new_chat_id), now_iso()))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from lib.db import now_iso, one, rows
+from lib.db import now_iso, one, rows, write, write_rows
 
 STORE_SQL = """
 INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at)
@@ -127,8 +127,7 @@ def worker_id() -> str:
 
 def store(conn: apsw.Connection, bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes) -> bool:
     """Keep an update; False when (bot_id, update_id) was already stored (a repeat delivery)."""
-    conn.execute(STORE_SQL, (bot_id, update_id, chat_key, kind, payload, now_iso()))
-    return conn.changes() > 0
+    return write(conn, STORE_SQL, (bot_id, update_id, chat_key, kind, payload, now_iso())) > 0
 
 
 def claim(
@@ -136,14 +135,13 @@ def claim(
 ) -> Claim | None:
     """Claim the next update that may run now, or None."""
     now = time.time() if now is None else now
-    found = rows(conn, CLAIM_SQL, {"worker": worker, "lease": now + lease_seconds, "bot": bot_id, "now": now})
+    found = write_rows(conn, CLAIM_SQL, {"worker": worker, "lease": now + lease_seconds, "bot": bot_id, "now": now})
     return Claim(**found[0]) if found else None
 
 
 def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:
     """Extend this worker's lease; False when it was lost (expired and taken over)."""
-    conn.execute(RENEW_SQL, (time.time() + lease_seconds, bot_id, update_id, worker))
-    return conn.changes() > 0
+    return write(conn, RENEW_SQL, (time.time() + lease_seconds, bot_id, update_id, worker)) > 0
 
 
 def release(
@@ -157,7 +155,8 @@ def release(
     count_attempt: bool = True,
 ) -> bool:
     """Give an update back: pending again after `delay` seconds (a retry or a wait)."""
-    conn.execute(
+    changed = write(
+        conn,
         RELEASE_SQL,
         {
             "uncount": 0 if count_attempt else 1,
@@ -168,14 +167,15 @@ def release(
             "worker": worker,
         },
     )
-    return conn.changes() > 0
+    return changed > 0
 
 
 def finish(
     conn: apsw.Connection, bot_id: int, update_id: int, worker: str, status: str = "done", error: str | None = None
 ) -> bool:
     """Mark a claimed update done, failed or skipped; False when this worker no longer holds it."""
-    conn.execute(
+    changed = write(
+        conn,
         FINISH_SQL,
         {
             "status": status,
@@ -186,13 +186,18 @@ def finish(
             "worker": worker,
         },
     )
-    return conn.changes() > 0
+    return changed > 0
 
 
 def release_all(conn: apsw.Connection, bot_id: int, worker: str) -> int:
     """Release every claim this worker holds (shutdown); the attempt is not counted."""
-    conn.execute(RELEASE_ALL_SQL, (bot_id, worker))
-    return conn.changes()
+    return write(conn, RELEASE_ALL_SQL, (bot_id, worker))
+
+
+RELEASE_HOLDER_SQL = """
+UPDATE inbox SET status = 'pending', claimed_by = NULL, lease_until = NULL
+WHERE bot_id = ? AND status = 'claimed' AND claimed_by = ?
+"""
 
 
 def release_dead(conn: apsw.Connection, bot_id: int, me: str) -> int:
@@ -208,12 +213,7 @@ def release_dead(conn: apsw.Connection, bot_id: int, me: str) -> int:
             continue
         if their_pid != pid and _alive(int(their_pid)):
             continue
-        conn.execute(
-            "UPDATE inbox SET status = 'pending', claimed_by = NULL, lease_until = NULL "
-            "WHERE bot_id = ? AND status = 'claimed' AND claimed_by = ?",
-            (bot_id, holder),
-        )
-        freed += conn.changes()
+        freed += write(conn, RELEASE_HOLDER_SQL, (bot_id, holder))
     return freed
 
 
@@ -231,8 +231,8 @@ def record_reply(
     conn: apsw.Connection, bot_id: int, update_id: int, worker: str, chat_id: str, message_ids: list[int]
 ) -> bool:
     """Remember the messages a turn has sent, so a resumed turn edits them instead of sending more."""
-    conn.execute(RECORD_REPLY_SQL, (chat_id, message_ids[0], json.dumps(message_ids), bot_id, update_id, worker))
-    return conn.changes() > 0
+    params = (chat_id, message_ids[0], json.dumps(message_ids), bot_id, update_id, worker)
+    return write(conn, RECORD_REPLY_SQL, params) > 0
 
 
 def pending_stops(conn: apsw.Connection, bot_id: int, chat_key: str) -> list[dict]:
@@ -242,8 +242,7 @@ def pending_stops(conn: apsw.Connection, bot_id: int, chat_key: str) -> list[dic
 
 def take_pending(conn: apsw.Connection, bot_id: int, update_id: int, note: str) -> bool:
     """Mark a pending update done out of order (a /stop, an album sibling); False if gone."""
-    conn.execute(TAKE_PENDING_SQL, (now_iso(), note, bot_id, update_id))
-    return conn.changes() > 0
+    return write(conn, TAKE_PENDING_SQL, (now_iso(), note, bot_id, update_id)) > 0
 
 
 def album_siblings(conn: apsw.Connection, bot_id: int, chat_key: str, after: int) -> list[dict]:
@@ -256,8 +255,7 @@ def prune(conn: apsw.Connection, retention_days: float, now: float | None = None
     from lib.db import iso
 
     cutoff = iso((time.time() if now is None else now) - retention_days * 86400)
-    conn.execute(PRUNE_SQL, (cutoff,))
-    return conn.changes()
+    return write(conn, PRUNE_SQL, (cutoff,))
 
 
 # Finished updates sent by one person (any update type carries the sender as `<type>.from.id`).
@@ -275,8 +273,7 @@ def scrub_user(conn: apsw.Connection, user_id: str) -> int:
     """Blank the stored payloads of a person's finished updates (part of forgetting them)."""
     if not user_id.lstrip("-").isdigit():
         return 0
-    conn.execute(SCRUB_USER_SQL, {"user_id": user_id})
-    return conn.changes()
+    return write(conn, SCRUB_USER_SQL, {"user_id": user_id})
 
 
 def counts(conn: apsw.Connection) -> dict[str, int]:
