@@ -47,6 +47,18 @@ WHERE bot_id = :bot AND update_id = (
 RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, reply_message_ids, received_at
 """
 
+# Updates Ash never answers (channel posts, edits, ...) are skipped in bulk rather than claimed
+# one by one: a flood of them costs one write, not three per update.
+SKIP_KINDS_SQL = """
+UPDATE inbox SET status = 'skipped', done_at = :now, last_error = 'not answered: ' || kind
+WHERE bot_id = :bot AND update_id IN (
+    SELECT update_id FROM inbox INDEXED BY inbox_open
+    WHERE bot_id = :bot AND status IN ('pending', 'claimed') AND status = 'pending'
+      AND kind IN (SELECT value FROM json_each(:kinds))
+)
+RETURNING update_id, kind
+"""
+
 RENEW_SQL = """
 UPDATE inbox SET lease_until = ? WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
 """
@@ -137,6 +149,11 @@ def claim(
     now = time.time() if now is None else now
     found = write_rows(conn, CLAIM_SQL, {"worker": worker, "lease": now + lease_seconds, "bot": bot_id, "now": now})
     return Claim(**found[0]) if found else None
+
+
+def skip_kinds(conn: apsw.Connection, bot_id: int, kinds: list[str]) -> list[dict]:
+    """Mark every pending update of these kinds skipped; returns their ids and kinds."""
+    return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": json.dumps(kinds)})
 
 
 def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:

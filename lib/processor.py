@@ -41,6 +41,8 @@ Runner = Callable[["Runtime", TurnInput, TelegramSink], Awaitable[TurnResult]]
 # Seconds an album's first photo waits for its siblings (Telegram sends them as separate updates).
 ALBUM_WAIT = 1.5
 MAX_RETRY_DELAY = 300.0
+# Update kinds (lib.telegram_types.update_kind) that _handle never acts on: skipped in bulk.
+UNANSWERED_KINDS = ["edited_message", "channel_post", "edited_channel_post", "chat_member", "unknown"]
 PRUNE_EVERY = 3600.0
 
 DENIED = (
@@ -245,6 +247,10 @@ class Processor:
         await self._check_running()
         if self.client is None or self._stopping:
             return 0
+        skipped = await self._db(inbox.skip_kinds, self.bot_id, UNANSWERED_KINDS)
+        if skipped:
+            kinds = sorted({row["kind"] for row in skipped})
+            log.info("skipped %d update(s) Ash does not answer (%s)", len(skipped), ", ".join(kinds))
         started = 0
         while len(self._jobs) < self.config.max_concurrent_chats:
             claim = await self._db(inbox.claim, self.bot_id, self.worker, self.config.lease_seconds)

@@ -28,6 +28,8 @@ class Runtime:
     http: httpx.AsyncClient
     # Background services started by the lifespan (the update processor, timers, ...).
     services: list[Any] = field(default_factory=list)
+    # Stores webhook updates with group commit (lib/inbox_writer.py); None outside the server.
+    inbox_writer: Any = None
 
 
 def get_runtime(app: Litestar) -> Runtime:

@@ -10,6 +10,14 @@ if TYPE_CHECKING:
 
 async def start_services(runtime: Runtime) -> None:
     """Start every background service and register it on the runtime for shutdown."""
+    from lib.inbox_writer import InboxWriter
+
+    # First in, last out: the processor and memory service stop before the writer does.
+    writer = InboxWriter(runtime.settings.database_path, runtime.settings.bot_id)
+    runtime.services.append(writer)
+    await writer.start()
+    runtime.inbox_writer = writer
+
     from lib.processor import Processor
 
     processor = Processor(runtime)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import msgspec
@@ -71,8 +72,23 @@ def store_update(runtime: Runtime, body: bytes) -> bool:
     return fresh
 
 
-async def wake_processor(runtime: Runtime) -> None:
-    """After the response: tell the processor there is work."""
+async def accept(runtime: Runtime, body: bytes) -> bool:
+    """Validate and store one update, committed before this returns; False for a repeat delivery.
+
+    Validation is a few microseconds of msgspec on the event loop; the write goes to the
+    group-committing InboxWriter when the server runs one (else a worker thread)."""
+    writer = runtime.inbox_writer
+    if writer is None:
+        return await asyncio.to_thread(store_update, runtime, body)
+    update_id, chat_key, kind = parse(body)
+    fresh = await writer.store(update_id, chat_key, kind, body)
+    if not fresh:
+        log.info("update %s delivered again: already stored", update_id)
+    return fresh
+
+
+def wake_processor(runtime: Runtime) -> None:
+    """Tell the processor there is work (sets an event; the work itself runs later)."""
     from lib.processor import get_processor
 
     processor = get_processor(runtime)

@@ -307,11 +307,21 @@ async def test_blocked_chat_is_marked_and_not_written_to(runtime, bot, env):
     assert bot.sent_to(USER) == []
 
 
-async def test_channel_posts_and_unknown_updates_are_skipped(runtime, bot, env):
+async def test_channel_posts_and_unknown_updates_are_skipped(runtime, bot, env, caplog):
     deliver(runtime, load("update_channel_post.json"), {"update_id": 5, "poll": {"id": "x"}})
-    await Processor(runtime, runner=echo_runner()).drain()
+    with caplog.at_level("INFO", logger="ash.processor"):
+        await Processor(runtime, runner=echo_runner()).drain()
     assert inbox_state(env) == {808628153: "skipped", 5: "skipped"}
     assert bot.messages == {}
+    assert "skipped 2 update(s) Ash does not answer (channel_post, unknown)" in caplog.text
+
+
+async def test_skipped_edits_do_not_hold_up_the_chats_next_message(runtime, bot, env):
+    edited = {"update_id": 70, "edited_message": private_text(70, "typo fixed")["message"]}
+    deliver(runtime, edited, private_text(71, "next question"))
+    await Processor(runtime, runner=echo_runner()).drain()
+    assert inbox_state(env) == {70: "skipped", 71: "done"}
+    assert [m["text"] for m in bot.sent_to(USER)] == ["You said: next question"]
 
 
 async def test_prune_removes_old_finished_rows_only(runtime, env):
