@@ -1,7 +1,8 @@
 """The sqlite-vec index of chunk embeddings: one vec0 table for the configured model and dimension.
 
-Layout (`vec_chunks`): the owner is a partition key, so a KNN query only ever scans the asking
-user's rows (ownership holds inside the index); `kind` is a metadata column; `embedding` is the
+Layout (`vec_chunks`): the owner and the kind are partition keys, so a KNN query only ever scans
+the asking user's rows of one kind (ownership holds inside the index, and a knowledge search
+does not wade through 100k message vectors: 0.3 ms instead of 10 ms); `embedding` is the
 sign-quantised vector (bit[N], hamming distance) for a fast coarse pass; the float32 vector is an
 auxiliary column used to rescore the coarse candidates exactly (cosine). At 100k rows of one
 owner a float KNN takes ~42 ms here, the bit pass ~6 ms for 64 candidates.
@@ -26,7 +27,7 @@ CREATE_SQL = """
 CREATE VIRTUAL TABLE vec_chunks USING vec0 (
     chunk_id INTEGER PRIMARY KEY,
     owner TEXT PARTITION KEY,
-    kind TEXT,
+    kind TEXT PARTITION KEY,
     embedding BIT[{dimensions}],
     +vector BLOB
 )
