@@ -1,19 +1,48 @@
 """The `ash` command: one click group, one module per area under `lib/commands/`.
 
-Command modules import heavy packages (LLM SDKs, docker) inside their functions, so
-`ash --help` stays fast.
+A command's module is imported only when that command runs (or help lists them all), so
+`ash serve` starts without loading every other command; modules import heavy packages (LLM
+SDKs, docker) inside their functions for the same reason.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 
 import click
 
-from lib.commands import backup, chat, db, doctor, memory, sandbox, serve, sessions, usage, users, webhook
+# command name -> (module under lib/commands, attribute), in the order help lists them.
+COMMANDS = {
+    "serve": ("serve", "serve"),
+    "chat": ("chat", "chat"),
+    "doctor": ("doctor", "doctor"),
+    "db": ("db", "db"),
+    "users": ("users", "users"),
+    "memory": ("memory", "memory"),
+    "sessions": ("sessions", "sessions"),
+    "usage": ("usage", "usage"),
+    "webhook": ("webhook", "webhook"),
+    "sandbox": ("sandbox", "sandbox"),
+    "backup": ("backup", "backup"),
+    "restore": ("backup", "restore"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name]
+        return getattr(importlib.import_module(f"lib.commands.{module}"), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="ash", prog_name="ash")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 def cli(verbose: bool) -> None:
@@ -25,10 +54,6 @@ def cli(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-
-
-for module in (serve, db, doctor, chat, usage, users, webhook, sandbox, memory, sessions, backup):
-    module.register(cli)
 
 
 def main() -> None:

@@ -138,7 +138,7 @@ def test_sessions_commands(setup, tmp_path):
 
 @pytest.mark.parametrize("group", ["memory", "sessions"])
 def test_every_command_has_help(group):
-    command = cli.commands[group]
+    command = cli.get_command(None, group)
     for name, sub in command.commands.items():
         assert sub.help, f"ash {group} {name} has no help"
-    assert cli.commands["backup"].help and cli.commands["restore"].help
+    assert cli.get_command(None, "backup").help and cli.get_command(None, "restore").help

@@ -10,11 +10,25 @@ from click.testing import CliRunner
 from lib.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
-EXPECTED_GROUPS = {"serve", "db", "doctor"}
+EXPECTED_GROUPS = {
+    "serve",
+    "chat",
+    "doctor",
+    "db",
+    "users",
+    "memory",
+    "sessions",
+    "usage",
+    "webhook",
+    "sandbox",
+    "backup",
+    "restore",
+}
 
 
 def walk(group: click.Group, prefix: tuple[str, ...] = ()):
-    for name, command in group.commands.items():
+    for name in group.list_commands(click.Context(group)):
+        command = group.get_command(click.Context(group), name)
         path = (*prefix, name)
         yield path, command
         if isinstance(command, click.Group):

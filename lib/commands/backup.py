@@ -54,8 +54,3 @@ def restore(path: Path, yes: bool) -> None:
     if result.applied_migrations:
         click.echo(f"migrated: {', '.join(result.applied_migrations)}")
     click.echo(f"restored {settings.database_path} from {path}")
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(backup)
-    cli.add_command(restore)

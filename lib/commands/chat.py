@@ -17,11 +17,6 @@ LOCAL_USER_ID = "local"
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 
 
-def register(cli: click.Group) -> None:
-    """Add `ash chat` to the CLI."""
-    cli.add_command(chat)
-
-
 def cli_user_id(settings: Settings) -> str:
     """The owner's id when configured, else the fixed local id."""
     owner = settings.config.owner

@@ -46,7 +46,3 @@ def db_status() -> None:
         click.echo(f"  unknown  {name} (from a newer Ash)")
     if state.pending:
         click.echo("run `ash db migrate` to apply the pending steps")
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(db)

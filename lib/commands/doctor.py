@@ -24,7 +24,3 @@ def doctor() -> None:
         click.echo(line)
     if any(c.status == "fail" for c in results):
         raise SystemExit(1)
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(doctor)

@@ -157,7 +157,3 @@ def memory_reindex() -> None:
 
         total = index.reindex_all(conn, settings, progress=progress)
     click.echo(f"indexed {total} messages and entries")
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(memory)

@@ -144,7 +144,3 @@ def prune(volumes: bool, yes: bool) -> None:
     finally:
         box.close()
     click.echo(f"removed {containers} container(s)" + (f" and {gone} volume(s)" if volumes else ""))
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(sandbox)

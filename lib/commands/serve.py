@@ -25,7 +25,3 @@ def serve(host: str | None, port: int | None) -> None:
     os.environ.setdefault("ASH_HOME", str(settings.home))
     click.echo(f"ash: serving on http://{host}:{port} (database {settings.database_path})", err=True)
     Granian("app:app", address=host, port=port, interface=Interfaces.ASGI, workers=1, log_access=False).serve()
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(serve)

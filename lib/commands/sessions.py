@@ -77,7 +77,3 @@ def sessions_export(user_id: str | None, session_id: int | None, output: Path | 
     else:
         output.write_text(text + "\n", encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(sessions)

@@ -7,11 +7,6 @@ import click
 from lib.commands.common import open_db, settings_or_exit
 
 
-def register(cli: click.Group) -> None:
-    """Add `ash usage` to the CLI."""
-    cli.add_command(usage)
-
-
 @click.command()
 @click.option("--days", type=click.IntRange(min=1), default=30, show_default=True, help="How many days back.")
 @click.option("--user", "user_id", default=None, help="Only this user id.")

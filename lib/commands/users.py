@@ -85,7 +85,3 @@ def users_notes(user_id: str, text: str | None) -> None:
     finally:
         conn.close()
     click.echo(f"notes for {user_id} saved")
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(users)

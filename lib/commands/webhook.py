@@ -81,7 +81,3 @@ def webhook_info(as_json: bool) -> None:
         click.echo(f"allowed updates: {', '.join(info['allowed_updates'])}")
     if info.get("last_error_message"):
         click.echo(f"last error: {info['last_error_message']} (at {info.get('last_error_date')})")
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(webhook)

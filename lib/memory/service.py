@@ -8,8 +8,6 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from lib.memory import extraction, gc, index
-
 if TYPE_CHECKING:
     from lib.runtime import Runtime
 
@@ -46,18 +44,23 @@ class MemoryService:
         )
 
     async def start(self) -> None:
-        """Collect garbage (if `auto_gc`) and start the extraction timer."""
-        settings = self.runtime.settings
-        if settings.config.memory.auto_gc:
-            try:
-                counts = await asyncio.to_thread(lambda: gc.collect(self.runtime.db.conn(), settings))
-                log.info("memory gc at start-up: %s", counts)
-            except Exception:
-                log.exception("memory gc at start-up failed; continuing")
+        """Start housekeeping in the background: serving does not wait for gc or the model."""
         self._task = asyncio.create_task(self._loop(), name="memory-housekeeping")
+
+    async def collect_garbage(self) -> None:
+        """Garbage-collect once (at start-up when `auto_gc`); a failure is logged, not raised."""
+        from lib.memory import gc
+
+        try:
+            counts = await asyncio.to_thread(lambda: gc.collect(self.runtime.db.conn(), self.runtime.settings))
+            log.info("memory gc at start-up: %s", counts)
+        except Exception:
+            log.exception("memory gc at start-up failed; continuing")
 
     async def embed_pending(self) -> int:
         """Embed chunks stored without a vector (new turns); returns how many."""
+        from lib.memory import index
+
         total = 0
         while True:
             done = await asyncio.to_thread(
@@ -67,14 +70,18 @@ class MemoryService:
             if done < index.REINDEX_BATCH:
                 return total
 
-    async def run_once(self) -> list[extraction.Report]:
-        """Embed new turns, then run the extractions that are due now."""
+    async def run_once(self) -> list:
+        """Embed new turns, then run the extractions that are due now (their reports)."""
+        from lib.memory import extraction
+
         await self.embed_pending()
         if not self.runtime.settings.config.memory.extraction_enabled:
             return []
         return await extraction.run_due(self.runtime.db, self.runtime.settings, self.complete)
 
     async def _loop(self) -> None:
+        if self.runtime.settings.config.memory.auto_gc:
+            await self.collect_garbage()
         while True:
             try:
                 await self.run_once()
