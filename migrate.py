@@ -83,19 +83,6 @@ def _has_data(conn: apsw.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0] > 0
 
 
-def backup(conn: apsw.Connection, target: Path) -> Path:
-    """Copy the live database to `target` with SQLite's online backup API."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    dest = apsw.Connection(str(target))
-    try:
-        with dest.backup("main", conn, "main") as b:
-            while not b.done:
-                b.step(1024)
-    finally:
-        dest.close()
-    return target
-
-
 def migrate(conn: apsw.Connection, db_path: Path | None = None, steps: list[Step] = STEPS) -> list[str]:
     """Apply pending steps in order; returns the names applied. Raises MigrationError."""
     state = status(conn, steps)
@@ -108,8 +95,9 @@ def migrate(conn: apsw.Connection, db_path: Path | None = None, steps: list[Step
     if not state.pending:
         return []
     if db_path is not None and _has_data(conn):
-        stamp = now_iso().replace(":", "").replace("-", "").replace(".", "")
-        backup(conn, db_path.with_name(f"{db_path.name}.pre-{state.pending[0]}-{stamp}.bak"))
+        from lib.backup import copy_database, stamp
+
+        copy_database(conn, db_path.with_name(f"{db_path.name}.pre-{state.pending[0]}-{stamp()}.bak"))
     conn.execute(CREATE_BOOKKEEPING_SQL)
     done = []
     for step in steps:

@@ -35,49 +35,19 @@ from lib.turn import TurnInput  # noqa: E402
 RESULTS = REPO / "bench" / "results"
 PERIOD = 2000
 USER = "424242"
-WORDS = [
-    "garden",
-    "tomato",
-    "bicycle",
-    "chemistry",
-    "lyon",
-    "paris",
-    "meeting",
-    "budget",
-    "invoice",
-    "holiday",
-    "train",
-    "ticket",
-    "sister",
-    "birthday",
-    "recipe",
-    "pasta",
-    "python",
-    "server",
-    "backup",
-    "password",
-    "doctor",
-    "appointment",
-    "dentist",
-    "running",
-    "marathon",
-    "book",
-    "novel",
-    "piano",
-    "lesson",
-    "weather",
-    "rain",
-    "coffee",
-    "tea",
-    "project",
-    "deadline",
-    "report",
-    "manager",
-    "salary",
-    "rent",
-    "apartment",
-    "plumber",
-]
+
+
+def _vocabulary() -> tuple[list[str], list[float]]:
+    """English words from the vendored tokenizer (whole words, 3+ letters) with Zipf weights:
+    a few words are everywhere and most are rare, as in real chat, so full-text search is
+    neither flattered nor punished (a tiny vocabulary made every word match a third of all rows)."""
+    from bench.retrieval_100k import vocabulary
+
+    words = vocabulary()
+    return words, [1.0 / rank for rank in range(1, len(words) + 1)]
+
+
+WORDS, WEIGHTS = _vocabulary()
 
 
 class Clock:
@@ -130,7 +100,7 @@ def sentence(i: int) -> str:
     """Message i's text. Texts repeat every PERIOD messages, so past the first period the chunks'
     embeddings come from the real embedding cache and 100k messages are written in minutes."""
     rng = random.Random(i % PERIOD)
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 18))).capitalize() + "."
+    return " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(6, 18))).capitalize() + "."
 
 
 def fill(db_path: Path, target: int, settings) -> None:
@@ -177,7 +147,8 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
     async with httpx.AsyncClient() as http:
         runtime = Runtime(settings=settings, db=Database(db_path), http=http)
         for i in range(turns + 3):
-            text = f"What did I say about the {rng.choice(WORDS)} and the {rng.choice(WORDS)}?"
+            first, second = rng.choices(WORDS, WEIGHTS, k=2)
+            text = f"What did I say about the {first} and the {second}?"
             turn = TurnInput(provider="telegram", chat_id="bench-chat", user_id=USER, text=text, chat_type="private")
             started = time.perf_counter()
             await run_turn(runtime, turn, NullSink())
