@@ -7,8 +7,10 @@ index.index_messages with the configured local embeddings, texts repeating every
 the embedding cache serves the rest), batched; databases are kept in
 bench/results/ and reused by later runs. Each measured turn runs lib.agent.run_turn (session,
 profile, history, hybrid retrieval with the query embedding, prompt, then persistence and
-indexing) with the provider replaced by a stub that answers at once. Two figures per size:
-turn start to the first model request, and the model's answer to the exchange being stored.
+indexing) with the provider replaced by a stub that answers at once. As in the server, a turn's
+vectors are embedded by the memory service just after the turn, so they are not in the figure.
+Two figures per size: turn start to the first model request, and the model's answer to the
+exchange being stored.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import httpx  # noqa: E402
 import migrate  # noqa: E402
 from lib.db import Database, connect  # noqa: E402
 from lib.llm.types import Completed, Response, TextBlock, TextDelta, Usage  # noqa: E402
+from lib.memory.service import MemoryService  # noqa: E402
 from lib.turn import TurnInput  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
@@ -146,6 +149,9 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
     rng = random.Random(7)
     async with httpx.AsyncClient() as http:
         runtime = Runtime(settings=settings, db=Database(db_path), http=http)
+        # As in the server: a memory service is present, so the turn's vectors are embedded just
+        # after the turn (not started here: that work is off the measured path by design).
+        runtime.services.append(MemoryService(runtime))
         for i in range(turns + 3):
             first, second = rng.choices(WORDS, WEIGHTS, k=2)
             text = f"What did I say about the {first} and the {second}?"
