@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lib.memory import chunking, index, retrieval, vectors
+from lib.memory import chunking, index, retrieval, store, vectors
 from lib.memory.api import record_turn
 from lib.memory.embeddings import LOCAL_MODEL
 from tests.helpers_memory_retrieval import add_knowledge, fts_count, open_db, settings_with, turn, vector_rows
@@ -131,3 +131,20 @@ def conn_session(conn) -> int:
     from lib.memory import store
 
     return store.open_session(conn, "telegram", ALICE, ALICE, "private").id
+
+
+def test_message_chunks_carry_the_day_in_the_configured_time_zone(ash_home):
+    settings = settings_with(ash_home, 'timezone = "Pacific/Auckland"\n')
+    conn = open_db(settings)
+    session = store.open_session(conn, "telegram", ALICE, ALICE, "private")
+    # 23:30 UTC on 18 August is already 19 August in Auckland.
+    message = store.add_message(
+        conn, session.id, ALICE, "user", "Ordered the walnut desk.", created_at="2023-08-18T23:30:00.000Z"
+    )
+    other = store.add_message(conn, session.id, ALICE, "user", "Ordered a lamp.", created_at="2023-09-02T10:00:00.000Z")
+    index.index_messages(conn, settings, [message, other])
+    chunk = conn.execute("SELECT content FROM search_chunks WHERE ref_id = ?", (message,)).fetchone()[0]
+    assert chunk.startswith("[19 August 2023] ")
+    found = retrieval.search_messages(conn, settings, user_id=ALICE, query="What did I order on 19 August?")
+    assert found[0].id == message
+    conn.close()

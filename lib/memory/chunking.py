@@ -2,13 +2,15 @@
 
 A turn alone is often ambiguous ("Yes, last Friday!"): the chunk of a message carries its
 speaker and the end of the turn before it and the start of the turn after it, so both BM25
-and the embedding see what the turn was about. Only the message's own text is returned to the
+and the embedding see what the turn was about, and the day it was said, so a question that
+names a date finds the turns of that day. Only the message's own text is returned to the
 agent; the context is for ranking.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 # ~250 word pieces: all-MiniLM-L6-v2 reads at most 256, anything longer is cut off.
 MAX_CHUNK_CHARS = 1000
@@ -65,11 +67,20 @@ def _tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[-limit:].split(" ", 1)[-1]
 
 
-def message_chunks(label: str, text: str, before: str | None = None, after: str | None = None) -> list[str]:
-    """Chunks of one message: `label: piece`, framed by the neighbouring turns' nearest words."""
+def day_text(moment: datetime) -> str:
+    """A date as people write it in a question: "8 May 2023"."""
+    return f"{moment.day} {moment:%B %Y}"
+
+
+def message_chunks(
+    label: str, text: str, before: str | None = None, after: str | None = None, day: str | None = None
+) -> list[str]:
+    """Chunks of one message: `label: piece`, framed by the neighbouring turns' nearest words,
+    headed by the day it was said (when given)."""
     prefix = f"{_tail(before, CONTEXT_CHARS)}\n" if before else ""
     suffix = f"\n{_head(after, CONTEXT_CHARS)}" if after else ""
-    return [f"{prefix}{label}: {piece}{suffix}" for piece in split_text(text)]
+    head = f"[{day}] " if day else ""
+    return [f"{head}{prefix}{label}: {piece}{suffix}" for piece in split_text(text)]
 
 
 def memory_chunks(content: str) -> list[str]:
