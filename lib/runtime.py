@@ -41,6 +41,9 @@ def get_runtime(app: Litestar) -> Runtime:
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     """Open shared resources at start-up and close them at shutdown."""
     settings = load_settings()
+    from lib.redact import install
+
+    install(settings.secrets)
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
     runtime = Runtime(settings=settings, db=Database(settings.database_path), http=http)
     app.state.runtime = runtime
