@@ -10,10 +10,12 @@ from __future__ import annotations
 import hmac
 import logging
 
+import apsw
 from litestar import Request, post
 from litestar.enums import MediaType
 from litestar.response import Response
 
+from lib.errors import AshError
 from lib.runtime import get_runtime
 from lib.webhook_intake import Rejected, accept, read_limited, wake_processor
 
@@ -44,6 +46,10 @@ async def telegram_webhook(request: Request) -> Response:
         await accept(runtime, body)
     except Rejected as exc:
         return _refuse(exc.status, exc.detail)
+    except (AshError, apsw.Error) as exc:
+        # Not stored, whatever the reason: 503 so Telegram delivers it again later.
+        log.error("update not stored, answering 503: %s", exc)
+        return _refuse(503, "update not stored; retry later")
     # Stored: tell the processor (it only sets an event; the turn runs after this response).
     wake_processor(runtime)
     return Response(OK_BODY, status_code=200, media_type=MediaType.JSON)

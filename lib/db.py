@@ -89,11 +89,17 @@ class Database:
             self._local.conn = None
 
 
-# Writers of this process queue here instead of meeting in SQLite's busy handler, which sleeps
-# (1 ms, then up to 100 ms a try) rather than queueing: under a burst of webhook inserts next to
-# the processor's claims, those sleeps cut throughput tenfold and pushed p99 into seconds.
-# Other processes on the same file still wait in the busy handler, as they must.
-_WRITE_LOCK = threading.RLock()
+# Writers of this process queue on a lock per database file instead of meeting in SQLite's busy
+# handler, which sleeps (1 ms, then up to 100 ms a try) rather than queueing: under a burst of
+# webhook inserts next to the processor's claims, those sleeps cut throughput tenfold and pushed
+# p99 into seconds. Other processes on the same file still wait in the busy handler, as they must.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(conn: apsw.Connection) -> threading.RLock:
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(conn.filename, threading.RLock())
 
 
 @contextlib.contextmanager
@@ -108,7 +114,7 @@ def immediate(conn: apsw.Connection) -> Iterator[apsw.Connection]:
         with conn:
             yield conn
         return
-    with _WRITE_LOCK:
+    with _write_lock(conn):
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
