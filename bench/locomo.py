@@ -32,7 +32,7 @@ from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
 from lib.memory.index import index_message  # noqa: E402
-from lib.memory.retrieval import MODES, search_messages  # noqa: E402
+from lib.memory.retrieval import MODES, close_side_connections, search_messages  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -128,6 +128,7 @@ def main(data_file: Path, conversations: int | None) -> None:
                     for k in KS:
                         hit = len(evidence & set(ranked[:k])) / len(evidence)
                         recall[mode][k].setdefault(category, []).append(hit)
+        close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
 
     names = [*CATEGORIES.values()]

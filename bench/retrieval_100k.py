@@ -35,7 +35,7 @@ from lib.db import connect, iso  # noqa: E402
 from lib.memory import vectors  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
 from lib.memory.embeddings import LocalEmbedder, content_hash, model_key  # noqa: E402
-from lib.memory.retrieval import search_messages  # noqa: E402
+from lib.memory.retrieval import close_side_connections, search_messages  # noqa: E402
 
 USER = "100001"
 OTHERS = ("200002", "300003", "400004", "500005")
@@ -153,6 +153,7 @@ def main(messages: int, queries: int) -> None:
         )
         hybrid = timed(run("hybrid"), asked)
         report("search_messages hybrid (query embedded)", hybrid)
+        close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
     print(f"hybrid retrieval p50 at {messages} messages: {statistics.median(hybrid):.1f} ms")
 

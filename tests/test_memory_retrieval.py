@@ -156,3 +156,41 @@ def test_query_text_with_fts_syntax_is_searched_literally(local):
         retrieval.search_messages(conn, settings, user_id=ALICE, query=query)  # must not raise
     assert retrieval.fts_query("the and of") is None
     assert retrieval.fts_query('Dr. "Okafor" OR dentist*') == '"dr" OR "okafor" OR "dentist"'
+
+
+def test_hybrid_search_on_a_second_connection_ranks_as_one_connection_does(local, monkeypatch):
+    settings, conn = local
+    turn(conn, settings, ALICE, "We adopted a small kitten last week, she sleeps all day.")
+    turn(conn, settings, ALICE, "The kitten's vet appointment is on Friday at noon.")
+    turn(conn, settings, BOB, "My kitten is called Biscuit.")
+    query = "when is the kitten going to the vet?"
+
+    parallel = retrieval.search_messages(conn, settings, user_id=ALICE, query=query)
+    assert retrieval._side_path(conn) is not None  # this search did use a worker's connection
+    monkeypatch.setattr(retrieval, "PARALLEL", False)
+    sequential = retrieval.search_messages(conn, settings, user_id=ALICE, query=query)
+    assert [(r.id, round(r.score, 9)) for r in parallel] == [(r.id, round(r.score, 9)) for r in sequential]
+    assert any("vet appointment" in r.content for r in parallel[:2])
+    assert all("Biscuit" not in r.content for r in parallel)
+    retrieval.close_side_connections()
+
+
+def test_hybrid_search_inside_a_transaction_sees_its_uncommitted_rows(local):
+    settings, conn = local
+    turn(conn, settings, ALICE, "Old note about the weather.")
+    with conn:
+        user_msg, _ = turn(conn, settings, ALICE, "The spare key is under the blue flowerpot.")
+        assert retrieval._side_path(conn) is None  # a second connection would not see this turn
+        found = retrieval.search_messages(conn, settings, user_id=ALICE, query="where is the spare key")
+        assert user_msg in [r.id for r in found[:2]]
+
+
+def test_full_text_queries_match_first_even_with_planner_statistics(local):
+    settings, conn = local
+    for i in range(30):
+        turn(conn, settings, ALICE, f"Note number {i} about the garden.")
+    conn.execute("ANALYZE")  # what PRAGMA optimize does on its own once tables have grown
+    params = {"q": '"garden"', "owner": ALICE, "n": 5, "now": "9999", "include_superseded": 0}
+    for sql in (retrieval.FTS_MESSAGES_SQL, retrieval.FTS_KNOWLEDGE_SQL):
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+        assert plan[0].startswith("SCAN search_fts"), plan

@@ -113,6 +113,10 @@ def _load_local_model() -> _LocalModel:
         options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Idle intra-op threads spin by default, stealing the cores a hybrid search runs its FTS
+        # and KNN on: 100k-message hybrid p50 20.7 -> 16.3 ms without spinning (a single query
+        # embeds ~0.7 ms slower, a 256-text batch ~5% slower).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
         _local_model = _LocalModel(session, tokenizer, tuple(i.name for i in session.get_inputs()))
         return _local_model
