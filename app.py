@@ -12,25 +12,27 @@ from handlers.admin_users import get_user, put_user_notes
 from handlers.health import healthz, readyz
 from handlers.telegram_webhook import telegram_webhook
 from lib.http_errors import EXCEPTION_HANDLERS
+from lib.lean_app import without_pydantic_plugin
 from lib.runtime import lifespan
 
-app = Litestar(
-    route_handlers=[
-        healthz,
-        readyz,
-        admin_stats,
-        telegram_webhook,
-        admin_tick,
-        list_memories,
-        create_memory,
-        delete_memory,
-        list_sessions,
-        session_messages,
-        get_user,
-        put_user_notes,
-        admin_export,
-        admin_backup,
-    ],
-    lifespan=[lifespan],
-    exception_handlers=EXCEPTION_HANDLERS,
-)
+with without_pydantic_plugin():
+    app = Litestar(
+        route_handlers=[
+            healthz,
+            readyz,
+            admin_stats,
+            telegram_webhook,
+            admin_tick,
+            list_memories,
+            create_memory,
+            delete_memory,
+            list_sessions,
+            session_messages,
+            get_user,
+            put_user_notes,
+            admin_export,
+            admin_backup,
+        ],
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
