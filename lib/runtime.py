@@ -30,6 +30,18 @@ class Runtime:
     services: list[Any] = field(default_factory=list)
     # Stores webhook updates with group commit (lib/inbox_writer.py); None outside the server.
     inbox_writer: Any = None
+    # LLM provider clients by provider name, built on first use and kept for the process, so a
+    # turn reuses the connection (and TLS session) of the previous one.
+    llm_providers: dict[str, Any] = field(default_factory=dict)
+
+    async def close_llm_providers(self) -> None:
+        """Close the LLM clients (at shutdown); closing is best effort."""
+        providers, self.llm_providers = list(self.llm_providers.values()), {}
+        for provider in providers:
+            try:
+                await provider.aclose()
+            except Exception:
+                log.debug("closing an LLM client failed", exc_info=True)
 
 
 def get_runtime(app: Litestar) -> Runtime:
@@ -57,5 +69,6 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     finally:
         for service in reversed(runtime.services):
             await service.stop()
+        await runtime.close_llm_providers()
         await http.aclose()
         runtime.db.close()

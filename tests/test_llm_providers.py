@@ -199,3 +199,31 @@ def test_importing_the_app_does_not_load_the_llm_sdks():
     code = "import sys, app, lib.agent, lib.cli; print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_provider_clients_are_built_once_per_process_and_closed_at_shutdown(monkeypatch, db_path):
+    """A turn reuses the previous turn's client (and its connection); shutdown closes it."""
+    from lib.config import load_settings
+    from lib.db import Database
+    from lib.llm import router
+    from lib.runtime import Runtime
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    built, closed = [], []
+
+    class Client:
+        name = "anthropic"
+
+        async def aclose(self) -> None:
+            closed.append(self)
+
+    monkeypatch.setattr(router, "build_provider", lambda settings, llm: built.append(llm) or Client())
+    settings = load_settings()
+    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=None)
+    async with router.Router(runtime) as first:
+        one = first._provider(0)
+    async with router.Router(runtime) as second:
+        assert second._provider(0) is one
+    assert len(built) == 1 and closed == []
+    await runtime.close_llm_providers()
+    assert closed == [one] and runtime.llm_providers == {}

@@ -62,6 +62,7 @@ async def _session(settings: Settings, message: str | None) -> bool:
                 click.echo("ash> ", nl=False)
                 await one(line)
     finally:
+        await runtime.close_llm_providers()
         await runtime.http.aclose()
         runtime.db.close()
 

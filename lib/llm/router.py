@@ -136,15 +136,16 @@ class Router:
         return self
 
     async def __aexit__(self, *exc_info) -> None:
-        for provider in self._providers.values():
-            try:
-                await provider.aclose()
-            except Exception:  # closing is best effort
-                log.debug("closing %s failed", provider.name, exc_info=True)
+        # The clients belong to the runtime and outlive the turn (closed at shutdown).
+        return None
 
     def _provider(self, index: int) -> Provider:
         if index not in self._providers:
-            self._providers[index] = build_provider(self.settings, self._candidates[index])
+            llm = self._candidates[index]
+            cache = self.runtime.llm_providers
+            if llm.provider not in cache:
+                cache[llm.provider] = build_provider(self.settings, llm)
+            self._providers[index] = cache[llm.provider]
         return self._providers[index]
 
     async def complete(
