@@ -41,7 +41,9 @@ TOKEN = "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"  # noqa: S105 (the Bot AP
 LUA = """
 local template = [[%s]]
 local counter = 0
-local offset = 0
+-- A global, not a local: setup() sets it in each thread's own Lua state, and a local here
+-- would shadow it (every thread would then send the same update_ids, half of them repeats).
+offset = 0
 local threads = 0
 function setup(thread)
   thread:set("offset", threads * 100000000)
