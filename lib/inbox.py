@@ -18,9 +18,14 @@ import apsw
 
 from lib.db import now_iso, one, rows, write, write_rows
 
+# Kinds Ash never answers. They are stored all the same (a repeat delivery is then recognised and
+# the inbox shows what arrived), but already finished: a bot in a busy channel never wakes the
+# processor for them. "unknown" is an update that did not decode.
+UNANSWERED_KINDS = ("edited_message", "channel_post", "edited_channel_post", "chat_member", "unknown")
+
 STORE_SQL = """
-INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at, status, done_at, last_error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 # The oldest claimable update whose chat has nothing earlier still open. A chat whose head is
@@ -137,9 +142,19 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def store_params(
+    bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes, received_at: str
+) -> tuple:
+    """STORE_SQL's parameters: pending for the processor, or already skipped (UNANSWERED_KINDS)."""
+    if kind in UNANSWERED_KINDS:
+        note = f"not answered: {kind}"
+        return (bot_id, update_id, chat_key, kind, payload, received_at, "skipped", received_at, note)
+    return (bot_id, update_id, chat_key, kind, payload, received_at, "pending", None, None)
+
+
 def store(conn: apsw.Connection, bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes) -> bool:
     """Keep an update; False when (bot_id, update_id) was already stored (a repeat delivery)."""
-    return write(conn, STORE_SQL, (bot_id, update_id, chat_key, kind, payload, now_iso())) > 0
+    return write(conn, STORE_SQL, store_params(bot_id, update_id, chat_key, kind, payload, now_iso())) > 0
 
 
 def claim(
@@ -151,9 +166,10 @@ def claim(
     return Claim(**found[0]) if found else None
 
 
-def skip_kinds(conn: apsw.Connection, bot_id: int, kinds: list[str]) -> list[dict]:
-    """Mark every pending update of these kinds skipped; returns their ids and kinds."""
-    return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": json.dumps(kinds)})
+def skip_kinds(conn: apsw.Connection, bot_id: int, kinds: tuple[str, ...] = UNANSWERED_KINDS) -> list[dict]:
+    """Mark every pending update of these kinds skipped (rows stored pending by an older version,
+    or before a kind joined UNANSWERED_KINDS); returns their ids and kinds."""
+    return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": json.dumps(list(kinds))})
 
 
 def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:

@@ -77,17 +77,26 @@ def parse(body: bytes) -> tuple[int, str | None, str]:
     return update_id, None if chat is None else str(chat), update_kind(update)
 
 
-def store_update(runtime: Runtime, body: bytes) -> bool:
-    """Validate and store one update; False for a repeat delivery. Runs in a worker thread."""
-    update_id, chat_key, kind = parse(body)
-    fresh = inbox.store(runtime.db.conn(), runtime.settings.bot_id, update_id, chat_key, kind, body)
+def _outcome(update_id: int, kind: str, fresh: bool) -> bool:
     if not fresh:
         log.info("update %s delivered again: already stored", update_id)
-    return fresh
+        return False
+    if kind == "unknown":
+        log.warning("update %s stored but not answered: it does not decode as a Telegram update", update_id)
+    return kind not in inbox.UNANSWERED_KINDS
+
+
+def store_update(runtime: Runtime, body: bytes) -> bool:
+    """Validate and store one update; True when it waits for the processor (new and answerable).
+    Runs in a worker thread."""
+    update_id, chat_key, kind = parse(body)
+    fresh = inbox.store(runtime.db.conn(), runtime.settings.bot_id, update_id, chat_key, kind, body)
+    return _outcome(update_id, kind, fresh)
 
 
 async def accept(runtime: Runtime, body: bytes) -> bool:
-    """Validate and store one update, committed before this returns; False for a repeat delivery.
+    """Validate and store one update, committed before this returns; True when it waits for the
+    processor (False for a repeat delivery or a kind Ash does not answer, stored as skipped).
 
     Validation is a few microseconds of msgspec on the event loop; the write goes to the
     group-committing InboxWriter when the server runs one (else a worker thread)."""
@@ -95,10 +104,7 @@ async def accept(runtime: Runtime, body: bytes) -> bool:
     if writer is None:
         return await asyncio.to_thread(store_update, runtime, body)
     update_id, chat_key, kind = parse(body)
-    fresh = await writer.store(update_id, chat_key, kind, body)
-    if not fresh:
-        log.info("update %s delivered again: already stored", update_id)
-    return fresh
+    return _outcome(update_id, kind, await writer.store(update_id, chat_key, kind, body))
 
 
 def wake_processor(runtime: Runtime) -> None:
