@@ -98,12 +98,14 @@ class InboxWriter:
             if self._conn is None:
                 self._conn = connect(self.db_path)
             conn = self._conn
+            received_at = now_iso()  # one clock reading per batch: they arrived together
             with immediate(conn):
                 results = []
                 for job in batch:
-                    conn.execute(
-                        inbox.STORE_SQL, (self.bot_id, job.update_id, job.chat_key, job.kind, job.payload, now_iso())
+                    params = inbox.store_params(
+                        self.bot_id, job.update_id, job.chat_key, job.kind, job.payload, received_at
                     )
+                    conn.execute(inbox.STORE_SQL, params)
                     results.append(conn.changes() > 0)
         except (AshError, apsw.Error) as exc:
             # Nothing in the batch was stored: every request gets the error (a database error is a
