@@ -14,6 +14,7 @@ from handlers.telegram_webhook import telegram_webhook
 from lib.http_errors import EXCEPTION_HANDLERS
 from lib.lean_app import without_pydantic_plugin
 from lib.runtime import lifespan
+from lib.webhook_fast_path import with_webhook_fast_path
 
 with without_pydantic_plugin():
     app = Litestar(
@@ -36,3 +37,6 @@ with without_pydantic_plugin():
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
     )
+
+# What `ash serve` runs: the webhook skips Litestar's router (lib/webhook_fast_path.py).
+server = with_webhook_fast_path(app)
