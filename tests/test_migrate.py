@@ -135,3 +135,24 @@ def test_fts5_and_sqlite_vec_are_available(conn):
     assert hits == [(1,)]
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_every_connection_gets_the_best_practice_settings(tmp_path):
+    from lib.db import BUSY_TIMEOUT_MS
+
+    raw = apsw.Connection(str(tmp_path / "plain.db"))  # not through connect(): the hook applies anyway
+    assert raw.pragma("journal_mode") == "wal"
+    assert raw.pragma("foreign_keys") == 1
+    assert raw.pragma("recursive_triggers") == 1
+    assert raw.pragma("busy_timeout") == BUSY_TIMEOUT_MS
+    with pytest.raises(apsw.SQLError, match="no such column"):
+        raw.execute('SELECT "a string in double quotes"')  # DQS off: strings take single quotes
+    raw.close()
+
+
+def test_sqlite_log_messages_reach_the_ash_sqlite_logger(tmp_path, caplog):
+    conn = connect(tmp_path / "log.db")
+    with caplog.at_level("DEBUG", logger="ash.sqlite"), pytest.raises(apsw.SQLError):
+        conn.execute("SELECT * FROM no_such_table")
+    assert any(r.name == "ash.sqlite" and "no such table" in r.getMessage() for r in caplog.records)
+    conn.close()
