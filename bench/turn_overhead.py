@@ -148,7 +148,7 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
     before_model, after_model = [], []
     rng = random.Random(7)
     async with httpx.AsyncClient() as http:
-        runtime = Runtime(settings=settings, db=Database(db_path), http=http)
+        runtime = Runtime(settings=settings, db=Database(db_path), http_client=http)
         # As in the server: a memory service is present, so the turn's vectors are embedded just
         # after the turn (not started here: that work is off the measured path by design).
         runtime.services.append(MemoryService(runtime))

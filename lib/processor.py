@@ -154,6 +154,12 @@ class Processor:
             )
         return self._client
 
+    @property
+    def answering(self) -> bool:
+        """Whether updates get answered (a bot token, or a test's client); unlike `client`, this
+        builds nothing, so start-up does not pay for an HTTP client it may not need yet."""
+        return self._client is not None or bool(self.settings.secrets.telegram_bot_token)
+
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(conn, ...)` in a worker thread with that thread's connection."""
         return await asyncio.to_thread(lambda: fn(self.runtime.db.conn(), *args, **kwargs))
@@ -179,7 +185,7 @@ class Processor:
     # -- life cycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Take over claims of dead processes on this host, then start the loop."""
-        if self.client is None:
+        if not self.answering:
             log.warning("TELEGRAM_BOT_TOKEN is not set: updates are stored but not answered")
         try:
             await self.sweep()
@@ -259,7 +265,7 @@ class Processor:
     async def pump(self) -> int:
         """Renew leases, act on /stop, then claim and start what may run; returns how many started."""
         await self._check_running()
-        if self.client is None or self._stopping:
+        if not self.answering or self._stopping:
             return 0
         started = 0
         while len(self._jobs) < self.config.max_concurrent_chats:

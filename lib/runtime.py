@@ -21,11 +21,18 @@ from lib.db import Database
 log = logging.getLogger("ash")
 
 
+def new_http_client() -> httpx.AsyncClient:
+    """The client for the Bot API and web tools (one per process: connections are reused)."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
+
+
 @dataclass
 class Runtime:
     settings: Settings
     db: Database
-    http: httpx.AsyncClient
+    # Built on first use: building one loads the CA bundle, ~50 ms that would otherwise delay
+    # the server's first answer at start-up (the webhook and health checks never need it).
+    http_client: httpx.AsyncClient | None = None
     # Background services started by the lifespan (the update processor, timers, ...).
     services: list[Any] = field(default_factory=list)
     # Stores webhook updates with group commit (lib/inbox_writer.py); None outside the server.
@@ -33,6 +40,19 @@ class Runtime:
     # LLM provider clients by provider name, built on first use and kept for the process, so a
     # turn reuses the connection (and TLS session) of the previous one.
     llm_providers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The shared HTTP client, built now if nothing used it yet."""
+        if self.http_client is None:
+            self.http_client = new_http_client()
+        return self.http_client
+
+    async def close_http(self) -> None:
+        """Close the HTTP client if one was built (at shutdown)."""
+        client, self.http_client = self.http_client, None
+        if client is not None:
+            await client.aclose()
 
     async def close_llm_providers(self) -> None:
         """Close the LLM clients (at shutdown); closing is best effort."""
@@ -56,8 +76,7 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     from lib.redact import install
 
     install(settings.secrets)
-    http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
-    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=http)
+    runtime = Runtime(settings=settings, db=Database(settings.database_path))
     app.state.runtime = runtime
     if not settings.secrets.telegram_webhook_secret:
         log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
@@ -70,5 +89,5 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         for service in reversed(runtime.services):
             await service.stop()
         await runtime.close_llm_providers()
-        await http.aclose()
+        await runtime.close_http()
         runtime.db.close()

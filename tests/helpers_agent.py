@@ -114,7 +114,7 @@ def make_runtime() -> Runtime:
     conn = connect(settings.database_path)
     migrate(conn)
     conn.close()
-    return Runtime(settings=settings, db=Database(settings.database_path), http=httpx.AsyncClient())
+    return Runtime(settings=settings, db=Database(settings.database_path), http_client=httpx.AsyncClient())
 
 
 @dataclass

@@ -114,7 +114,7 @@ class FakeBotAPI:
 def make_runtime(http: httpx.AsyncClient) -> Runtime:
     """A runtime over the test's ASH_HOME database (migrated by the `db_path` fixture)."""
     settings = load_settings()
-    return Runtime(settings=settings, db=Database(settings.database_path), http=http)
+    return Runtime(settings=settings, db=Database(settings.database_path), http_client=http)
 
 
 def echo_runner(calls: list[TurnInput] | None = None, reply: Callable[[TurnInput], str] | None = None):

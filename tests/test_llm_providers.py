@@ -219,7 +219,7 @@ async def test_provider_clients_are_built_once_per_process_and_closed_at_shutdow
 
     monkeypatch.setattr(router, "build_provider", lambda settings, llm: built.append(llm) or Client())
     settings = load_settings()
-    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=None)
+    runtime = Runtime(settings=settings, db=Database(settings.database_path), http_client=None)
     async with router.Router(runtime) as first:
         one = first._provider(0)
     async with router.Router(runtime) as second:

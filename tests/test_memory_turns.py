@@ -74,6 +74,6 @@ async def test_memory_service_embeds_pending_turns(env):
     exchange(conn, settings, "I grew up in Tromsø, far in the north", "Cold winters!", embed=False)
     from lib.db import Database
 
-    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=None)  # type: ignore[arg-type]
+    runtime = Runtime(settings=settings, db=Database(settings.database_path), http_client=None)  # type: ignore[arg-type]
     assert await MemoryService(runtime).embed_pending() == 2
     assert conn.execute("SELECT count(*) FROM search_chunks WHERE embedded = 0").fetchone()[0] == 0

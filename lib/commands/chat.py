@@ -24,15 +24,13 @@ def cli_user_id(settings: Settings) -> str:
 
 
 async def _session(settings: Settings, message: str | None) -> bool:
-    import httpx
-
     from lib.agent import run_turn
     from lib.cli_sink import CliSink
     from lib.db import Database
     from lib.runtime import Runtime
     from lib.turn import TurnInput
 
-    runtime = Runtime(settings=settings, db=Database(settings.database_path), http=httpx.AsyncClient(timeout=30.0))
+    runtime = Runtime(settings=settings, db=Database(settings.database_path))
     user_id = cli_user_id(settings)
 
     async def one(text: str) -> bool:
@@ -63,7 +61,7 @@ async def _session(settings: Settings, message: str | None) -> bool:
                 await one(line)
     finally:
         await runtime.close_llm_providers()
-        await runtime.http.aclose()
+        await runtime.close_http()
         runtime.db.close()
 
 
