@@ -143,3 +143,23 @@ def test_openai_wrong_dimension_is_an_error_not_a_silent_mix(ash_home, monkeypat
     assert "expected (1, 512)" in caplog.text
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == 0
     conn.close()
+
+
+def test_token_batches_keep_padded_size_within_the_budget():
+    lengths = [3, 5, 8, 8, 200, 256, 256, 300]
+    batches = embeddings.token_batches(lengths, max_texts=3, max_tokens=512)
+    assert [list(b) for b in batches] == [[0, 1, 2], [3, 4], [5, 6], [7]]  # a text alone may exceed it
+    for b in batches:
+        assert len(b) <= 3 and (len(b) == 1 or len(b) * lengths[b[-1]] <= 512)
+    assert embeddings.token_batches([], 32, 512) == []
+
+
+def test_a_text_embeds_the_same_alone_or_batched_with_longer_ones():
+    # Padding is per batch and masked: a short text's vector must not depend on its neighbours.
+    embedder = embeddings.LocalEmbedder()
+    short = "The cat sat on the mat."
+    long_texts = [" ".join(["word"] * n) for n in (40, 120, 300)]
+    alone = embedder.embed([short])[0]
+    batched = embedder.embed([*long_texts, short])
+    assert np.allclose(batched[3], alone, atol=1e-4)
+    assert np.allclose(batched[0], embedder.embed([long_texts[0]])[0], atol=1e-4)

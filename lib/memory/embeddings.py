@@ -31,6 +31,12 @@ LOCAL_DIMENSIONS = 384
 # all-MiniLM-L6-v2 was trained on 256 word pieces at most (sentence-transformers' max_seq_length).
 LOCAL_MAX_TOKENS = 256
 LOCAL_BATCH = 32
+# Padded tokens per inference at most. Attention needs batch x tokens^2 floats per head, and ONNX
+# Runtime's CPU arena keeps its largest size for the life of the process: batches of 32 chunks of
+# 256 tokens took the process to 1.8 GB; with this budget (2 such chunks) it stays near 0.3 GB,
+# and runs faster on long texts (40 rounds of 64 long chunks: 85 s -> 63 s) and about as fast on
+# short ones (1,024 chat-length texts: 2.3 s -> 2.6 s). Texts of up to 16 tokens go 32 at a time.
+LOCAL_BATCH_TOKENS = 512
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 TOKENIZER_SHA256 = (TOKENIZER_PATH.parent / "tokenizer.json.sha256").read_text().split()[0]
@@ -85,6 +91,11 @@ class _LocalModel:
 
 _local_lock = threading.Lock()
 _local_model: _LocalModel | None = None
+# One inference at a time. ONNX Runtime's CPU arena grows to hold every run in flight and never
+# shrinks, so a query embedding overlapping the memory service's batch left the server ~100 MB
+# larger for good (bench/rss.py: 445 -> ~300 MB after 1,000 turns). The runs use every core
+# anyway; a query waits at most for one batch (LOCAL_BATCH_TOKENS).
+_run_lock = threading.Lock()
 
 
 def _load_local_model() -> _LocalModel:
@@ -106,7 +117,7 @@ def _load_local_model() -> _LocalModel:
             raise EmbeddingError(f"{TOKENIZER_PATH}: checksum mismatch; restore it from the repository")
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary entry, not a secret
+        tokenizer.no_padding()  # tokenizer.json pads to 128; `_run` pads each batch to its longest
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # A small model: more than a few threads only adds contention with the web workers.
@@ -122,6 +133,21 @@ def _load_local_model() -> _LocalModel:
         return _local_model
 
 
+def token_batches(lengths: list[int], max_texts: int, max_tokens: int) -> list[range]:
+    """Consecutive index ranges over `lengths` (sorted ascending) whose padded size (count x the
+    longest) stays within `max_tokens`, `max_texts` at most; a text alone may exceed the budget."""
+    batches: list[range] = []
+    start = 0
+    for end in range(1, len(lengths) + 1):
+        too_big = end - start > max_texts or (end - start) * lengths[end - 1] > max_tokens
+        if too_big and end - 1 > start:
+            batches.append(range(start, end - 1))
+            start = end - 1
+    if start < len(lengths):
+        batches.append(range(start, len(lengths)))
+    return batches
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on this machine: nothing leaves it."""
 
@@ -129,23 +155,28 @@ class LocalEmbedder:
     dimensions = LOCAL_DIMENSIONS
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts in length-sorted batches (less padding), returned in input order."""
+        """Embed texts in batches of similar token length (less padding), returned in input order."""
         loaded = _load_local_model()
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), LOCAL_BATCH):
-            batch = order[start : start + LOCAL_BATCH]
-            out[batch] = self._run(loaded, [texts[i] for i in batch])
+        token_ids = [e.ids for e in loaded.tokenizer.encode_batch(texts)]
+        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+        for batch in token_batches([len(token_ids[i]) for i in order], LOCAL_BATCH, LOCAL_BATCH_TOKENS):
+            rows = [order[i] for i in batch]
+            out[rows] = self._run(loaded, [token_ids[i] for i in rows])
         return out
 
-    def _run(self, loaded: _LocalModel, texts: list[str]) -> np.ndarray:
-        encodings = loaded.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, loaded: _LocalModel, token_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(t) for t in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(token_ids):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in loaded.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = loaded.session.run(None, feeds)[0]
+        with _run_lock:
+            hidden = loaded.session.run(None, feeds)[0]
         # Mean pooling over real tokens (padding masked out), then L2: sentence-transformers' recipe.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
