@@ -39,13 +39,20 @@ def _best_practice(connection: apsw.Connection) -> None:
     connection.pragma("recursive_triggers", "ON")
 
 
+# Result codes whose log line only repeats the exception the caller gets (and handles or logs
+# with more context), or that SQLite recovers from by itself: a stale schema re-read, a busy lock
+# waited out, a constraint. Logged at ERROR they looked alarming (a second connection's first query
+# after the vector table was created logged "no such table: vec_chunks" and then succeeded).
+_ROUTINE = {apsw.SQLITE_ERROR, apsw.SQLITE_SCHEMA, apsw.SQLITE_BUSY, apsw.SQLITE_LOCKED, apsw.SQLITE_CONSTRAINT}
+
+
 def _log_sqlite(code: int, message: str) -> None:
-    """SQLite's own log (recovery, corruption, misuse) into ours, at levels like apsw.ext's."""
+    """SQLite's own log into ours: recovery and warnings, I/O errors, corruption, misuse."""
     primary = code & 0xFF
-    if code == apsw.SQLITE_SCHEMA:
-        level = logging.DEBUG  # a statement re-prepared after a schema change: routine
+    if primary in _ROUTINE:
+        level = logging.DEBUG
     elif primary in (apsw.SQLITE_WARNING, apsw.SQLITE_NOTICE):
-        level = logging.WARNING
+        level = logging.WARNING  # e.g. a WAL recovered after a crash, an automatic index
     else:
         level = logging.ERROR
     name = apsw.mapping_result_codes.get(primary, str(primary))
