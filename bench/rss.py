@@ -69,18 +69,22 @@ def main() -> int:
             wait_until(lambda: done(home / "ash.db") >= 1, 120, "the first turn")
             first = worker_rss_mb(server)
             began = time.perf_counter()
+            samples: list[tuple[int, float]] = []
             for n in range(2, args.turns + 1):
                 chat = chats[n % len(chats)]
                 text = f"note {n}: remember that item {n} costs {n * 3} euros and is blue"
                 assert server.post_update(private_text(n, text, user_id=chat)).status_code == 200
                 if n % 50 == 0:  # keep the backlog bounded, as real users would
                     wait_until(lambda n=n: done(home / "ash.db") >= n - 20, 300, "the backlog")
+                if n % (args.turns // 10 or 1) == 0:
+                    samples.append((n, worker_rss_mb(server)))
             wait_until(lambda: done(home / "ash.db") >= args.turns, 600, "every turn")
             elapsed = time.perf_counter() - began
             end = worker_rss_mb(server)
         finally:
             server.stop()
     print(f"turns: {args.turns} over {args.chats} chats in {elapsed:.0f} s")
+    print("RSS along the way: " + ", ".join(f"{n}: {mb:.0f}" for n, mb in samples))
     print(f"worker RSS: start {start:.0f} MB, after first turn {first:.0f} MB, after {args.turns} turns {end:.0f} MB")
     return 0
 
