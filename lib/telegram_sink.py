@@ -9,12 +9,14 @@ more. Answers longer than one message continue in further messages.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from lib.errors import BadRequest, ChatMigrated, RetryAfter, TelegramError
+from lib.errors import BadRequest, ChatMigrated, RetryAfter
 from lib.telegram import PARSE_ERROR, TelegramClient
 from lib.telegram_format import plain, render
 from lib.telegram_types import InlineKeyboardMarkup
@@ -23,6 +25,8 @@ log = logging.getLogger("ash.telegram")
 
 # Streaming edits show a cursor so the user sees the answer is still coming.
 CURSOR = " …"
+# How long a message waits for a typing action still in flight (then the action is dropped).
+TYPING_GRACE = 0.5
 
 
 @dataclass
@@ -50,6 +54,7 @@ class TelegramSink:
     parts: list[_Part] = field(default_factory=list)
     _next_edit: float = 0.0
     _finished: bool = False
+    _typing: asyncio.Task | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for message_id in self.resume_message_ids:
@@ -67,11 +72,28 @@ class TelegramSink:
         return [p.message_id for p in self.parts]
 
     async def typing(self) -> None:
-        """Send the typing action; a failure only costs the indicator."""
+        """Show "typing…" without waiting for Telegram: the action goes out in the background, so
+        neither its round trip nor its retries (429, 5xx) hold up the turn."""
+        if self._typing is None or self._typing.done():
+            self._typing = asyncio.create_task(self._send_typing(), name=f"ash-typing-{self.chat_id}")
+
+    async def _send_typing(self) -> None:
         try:
             await self.client.send_chat_action(self.chat_id, "typing")
-        except TelegramError as exc:
+        except Exception as exc:  # only the indicator is lost
             log.debug("typing action failed: %s", exc)
+
+    async def _settle_typing(self) -> None:
+        """Before a message goes out: an action landing after it would leave "typing…" under the
+        answer for five seconds. It is given TYPING_GRACE to land, then dropped."""
+        task, self._typing = self._typing, None
+        if task is None or task.done():
+            return
+        await asyncio.wait({task}, timeout=TYPING_GRACE)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def update(self, text: str) -> None:
         """Show the answer so far, at most once per interval; skipped edits are caught up later."""
@@ -98,6 +120,7 @@ class TelegramSink:
         await self._sync(render(text), final=True)
 
     async def _sync(self, rendered: list[str], *, final: bool) -> None:
+        await self._settle_typing()
         for index, html_text in enumerate(rendered):
             markup = self.reply_markup if final and index == len(rendered) - 1 else None
             if index < len(self.parts):

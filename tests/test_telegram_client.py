@@ -204,3 +204,37 @@ async def test_message_not_modified_is_ignored(http, bot):
     sent = await client.send_message(CHAT, "same")
     await client.edit_message_text(CHAT, sent.message_id, "same")  # 400 "message is not modified"
     assert bot.methods() == ["sendMessage", "editMessageText"]
+
+
+async def test_a_slow_typing_action_never_holds_up_the_answer(http, monkeypatch):
+    import asyncio
+
+    import lib.telegram_sink
+
+    monkeypatch.setattr(lib.telegram_sink, "TYPING_GRACE", 0.05)
+    answer_now = asyncio.Event()  # never set: Telegram does not answer the action
+    asked: list[str] = []
+
+    async def hang(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        await answer_now.wait()
+        return httpx.Response(200, json={"ok": True, "result": True})
+
+    with respx.mock(assert_all_called=False) as router:
+        router.post(f"{API}/bot{TOKEN}/sendChatAction").mock(side_effect=hang)  # before the fake's catch-all
+        bot = FakeBotAPI(router)
+        sink = TelegramSink(TelegramClient(http, TOKEN, API, sleep=Sleeps()), CHAT)
+        await asyncio.wait_for(sink.typing(), 0.01)  # returns at once: the action runs in the background
+        await sink.typing()  # one action in flight at a time
+        await asyncio.wait_for(sink.finish("Here it is."), 5)
+    assert len(asked) == 1
+    assert [m["text"] for m in bot.sent_to(CHAT)] == ["Here it is."]
+    assert sink._typing is None  # the hung action was dropped, not left to land after the answer
+
+
+async def test_a_failing_typing_action_is_only_logged(http, bot):
+    bot.fail["sendChatAction"] = [(400, load("sendMessage_400_chat_not_found.json"))]
+    sink = TelegramSink(TelegramClient(http, TOKEN, API, sleep=Sleeps()), CHAT)
+    await sink.typing()
+    await sink.finish("Still answered.")
+    assert bot.methods() == ["sendChatAction", "sendMessage"]
