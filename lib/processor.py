@@ -43,10 +43,6 @@ ALBUM_WAIT = 1.5
 MAX_RETRY_DELAY = 300.0
 # Update kinds (lib.telegram_types.update_kind) that _handle never acts on: skipped in bulk.
 PRUNE_EVERY = 3600.0
-# Pumps start at most this often. A wake-up after a quiet spell pumps at once (no added latency
-# for a lone message); under a flood, updates that arrive within the gap share one pump instead
-# of each paying for a skip query and a claim query of its own.
-MIN_PUMP_GAP = 0.01
 
 DENIED = (
     "Sorry, I only talk to people my owner has allowed. Your Telegram id is {user_id}; "
@@ -142,7 +138,6 @@ class Processor:
         self._me: dict | None = None
         self._last_sweep = 0.0
         self._last_prune = 0.0
-        self._last_pump = 0.0
 
     # -- plumbing ---------------------------------------------------------------------------
     @property
@@ -223,10 +218,6 @@ class Processor:
             try:
                 if time.monotonic() - self._last_sweep >= self.settings.config.server.tick_interval:
                     await self.sweep()
-                gap = self._last_pump + MIN_PUMP_GAP - time.monotonic()
-                if gap > 0:
-                    await asyncio.sleep(gap)
-                self._last_pump = time.monotonic()
                 self._wake.clear()  # what arrived before now is in this pump
                 await self.pump()
             except Exception:
