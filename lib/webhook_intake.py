@@ -57,24 +57,32 @@ async def read_limited(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 def parse(body: bytes) -> tuple[int, str | None, str]:
-    """(update_id, chat key, kind) of a body; Rejected(400) without an integer update_id."""
-    try:
-        update_id = UPDATE_ID_DECODER.decode(body).update_id
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        # msgspec raises RecursionError, not DecodeError, on JSON nested about 1,000 deep.
-        raise Rejected(400, "body is not a JSON object with an integer update_id") from None
-    if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
-        raise Rejected(400, "update_id out of range")
+    """(update_id, chat key, kind) of a body; Rejected(400) without an integer update_id.
+
+    One full decode in the common case; only a body that does not decode as an Update is looked
+    at again for its update_id alone (stored as "unknown" if it has one, else refused)."""
     try:
         update = UPDATE_DECODER.decode(body)
     except UnicodeDecodeError:
         # msgspec raises this (not DecodeError) for invalid UTF-8 inside a string; JSON is UTF-8.
         raise Rejected(400, "body is not valid UTF-8") from None
     except (msgspec.DecodeError, RecursionError):
-        # Stored anyway (Telegram must not retry it forever); the processor skips it with a log line.
-        return update_id, None, "unknown"
-    chat = update_chat_id(update)
-    return update_id, None if chat is None else str(chat), update_kind(update)
+        # msgspec raises RecursionError, not DecodeError, on JSON nested about 1,000 deep.
+        update = None
+    if update is not None:
+        update_id = update.update_id
+        chat = update_chat_id(update)
+        chat_key, kind = None if chat is None else str(chat), update_kind(update)
+    else:
+        try:
+            update_id = UPDATE_ID_DECODER.decode(body).update_id
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            raise Rejected(400, "body is not a JSON object with an integer update_id") from None
+        # Stored anyway (Telegram must not retry it forever), already skipped: see inbox.UNANSWERED_KINDS.
+        chat_key, kind = None, "unknown"
+    if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
+        raise Rejected(400, "update_id out of range")
+    return update_id, chat_key, kind
 
 
 def _outcome(update_id: int, kind: str, fresh: bool) -> bool:
