@@ -210,6 +210,17 @@ async def measure_received_turns(db_path: Path, settings, turns: int) -> list[fl
     return received
 
 
+def warm_page_cache(db_path: Path) -> None:
+    """Read the database files once. The figure is a turn in steady state; on this VM the kernel
+    reclaims idle page cache within minutes, and a 300 MB database read back from disk turn by
+    turn made the 100k figures swing from 20 to 35 ms (p95 160 ms) depending on what ran before."""
+    for path in (db_path, Path(f"{db_path}-wal")):
+        if path.exists():
+            with path.open("rb") as f:
+                while f.read(1 << 20):
+                    pass
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -242,7 +253,9 @@ def main() -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         db_path = RESULTS / f"turn-overhead-{size}.db"
         fill(db_path, size, settings)
+        warm_page_cache(db_path)
         before, after = asyncio.run(measure_turns(db_path, settings, args.turns))
+        warm_page_cache(db_path)
         received = asyncio.run(measure_received_turns(db_path, settings, args.turns))
         print(
             f"| {size} | {statistics.median(before):.1f} / {pct(before, 0.95):.1f} "

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -146,12 +147,14 @@ def check_one(port: int) -> int:
         return response.status
 
 
-def measure(seconds: int, connections: int, rounds: int = 3) -> list[Load]:
-    """Ash /healthz, Ash webhook and the peer's webhook under the same load, one after another."""
+def measure(seconds: int, connections: int, rounds: int = 3) -> tuple[list[Load], list[float]]:
+    """Ash /healthz, Ash webhook and the peer's webhook under the same load, one after another;
+    also each round's webhook/healthz ratio (the webhook run against the /healthz run before it)."""
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install -y wrk")
     peer_python = ensure_peer()
-    results = []
+    results: list[Load] = []
+    ratios: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         home = tmp_path / "ash-home"
@@ -181,6 +184,7 @@ def measure(seconds: int, connections: int, rounds: int = 3) -> list[Load]:
                 hooks.append(run_wrk("ash webhook", f"{base}/telegram/webhook", seconds, connections, script))
                 print(f"round {round_ + 1}: webhook/healthz {hooks[-1].rate / health[-1].rate:.2f}", file=sys.stderr)
             results += [median_load(health), median_load(hooks)]
+            ratios.extend(h.rate / c.rate for h, c in zip(hooks, health, strict=True))
         finally:
             stop(ash)
         ash_rows = stored(home / "ash.db")
@@ -211,7 +215,7 @@ def measure(seconds: int, connections: int, rounds: int = 3) -> list[Load]:
             stop(peer)
         peer_rows = stored(peer_db)
     print(f"rows stored: ash {ash_rows}, peer {peer_rows}")
-    return results
+    return results, ratios
 
 
 def main() -> int:
@@ -220,7 +224,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="alternating /healthz and webhook runs (medians)")
     args = parser.parse_args()
-    results = measure(args.seconds, args.connections, args.rounds)
+    results, ratios = measure(args.seconds, args.connections, args.rounds)
     print(
         f"| target | req/s | p50 ms | p99 ms | errors | ({args.connections} connections, {args.seconds} s each; "
         f"Ash's /healthz and webhook: median of {args.rounds} alternating runs) |"
@@ -229,8 +233,8 @@ def main() -> int:
     for r in results:
         print(f"| {r.name} | {r.rate:.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | {r.errors} |")
     by = {r.name: r for r in results}
-    ash, health, peer = by["ash webhook"], by["ash /healthz"], by["peer webhook"]
-    print(f"webhook/healthz ratio: {ash.rate / health.rate:.2f}")
+    ash, peer = by["ash webhook"], by["peer webhook"]
+    print(f"webhook/healthz ratio: {statistics.median(ratios):.2f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
     print(f"ash/peer ratio: {ash.rate / peer.rate:.1f}")
     print(f"ash webhook p99: {ash.p99_ms:.1f} ms")
     return 0
