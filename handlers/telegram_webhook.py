@@ -31,14 +31,15 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 OK_BODY = b'{"ok":true}'
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+async def answer(send: Send, status: int, body: bytes) -> None:
+    """A JSON response in two ASGI messages."""
     headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
 async def _refuse(send: Send, status: int, detail: str) -> None:
-    await _answer(send, status, msgspec.json.encode({"ok": False, "detail": detail}))
+    await answer(send, status, msgspec.json.encode({"ok": False, "detail": detail}))
 
 
 WEBHOOK_PATH = "/telegram/webhook"
@@ -49,7 +50,7 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
 
     `scope["app"]` must be the Litestar app (for its runtime)."""
     if scope["method"] != "POST":
-        await _answer(send, 405, b'{"ok":false,"detail":"method not allowed"}')
+        await answer(send, 405, b'{"ok":false,"detail":"method not allowed"}')
         return
     runtime = get_runtime(scope["app"])
     expected = runtime.settings.secrets.telegram_webhook_secret
@@ -75,7 +76,7 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
         return
     if queued:  # tell the processor (it only sets an event; the turn runs after this response)
         wake_processor(runtime)
-    await _answer(send, 200, OK_BODY)
+    await answer(send, 200, OK_BODY)
 
 
 # The same handler as a Litestar route, for the test client and for paths the server's fast path

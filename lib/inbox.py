@@ -166,10 +166,11 @@ def claim(
     return Claim(**found[0]) if found else None
 
 
-def skip_kinds(conn: apsw.Connection, bot_id: int, kinds: tuple[str, ...] = UNANSWERED_KINDS) -> list[dict]:
-    """Mark every pending update of these kinds skipped (rows stored pending by an older version,
-    or before a kind joined UNANSWERED_KINDS); returns their ids and kinds."""
-    return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": json.dumps(list(kinds))})
+def skip_kinds(conn: apsw.Connection, bot_id: int) -> list[dict]:
+    """Mark pending updates of UNANSWERED_KINDS skipped (rows stored pending by an older version,
+    or before a kind joined the list); returns their ids and kinds."""
+    kinds = json.dumps(UNANSWERED_KINDS)
+    return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": kinds})
 
 
 def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:

@@ -41,7 +41,6 @@ Runner = Callable[["Runtime", TurnInput, TelegramSink], Awaitable[TurnResult]]
 # Seconds an album's first photo waits for its siblings (Telegram sends them as separate updates).
 ALBUM_WAIT = 1.5
 MAX_RETRY_DELAY = 300.0
-# Update kinds (lib.telegram_types.update_kind) that _handle never acts on: skipped in bulk.
 PRUNE_EVERY = 3600.0
 
 DENIED = (
@@ -228,7 +227,6 @@ class Processor:
                 timeout = min(timeout, 1.0, self.config.lease_seconds / 3)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            self._wake.clear()
 
     async def sweep(self) -> None:
         """Periodic housekeeping: free dead local claims, skip what Ash does not answer, prune."""

@@ -15,7 +15,7 @@ import logging
 from litestar import Litestar
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from handlers.telegram_webhook import WEBHOOK_PATH, handle_webhook
+from handlers.telegram_webhook import WEBHOOK_PATH, answer, handle_webhook
 
 log = logging.getLogger("ash.webhook")
 
@@ -35,9 +35,7 @@ def with_webhook_fast_path(app: Litestar) -> ASGIApp:
         except Exception:
             # What Litestar's exception handler would do for a bug: log it, answer 500 if still possible.
             log.exception("webhook: unexpected error")
-            with contextlib.suppress(Exception):
-                headers = [(b"content-type", b"application/json")]
-                await send({"type": "http.response.start", "status": 500, "headers": headers})
-                await send({"type": "http.response.body", "body": INTERNAL_ERROR})
+            with contextlib.suppress(Exception):  # the response may have started already
+                await answer(send, 500, INTERNAL_ERROR)
 
     return serve

@@ -92,9 +92,9 @@ class _LocalModel:
 _local_lock = threading.Lock()
 _local_model: _LocalModel | None = None
 # One inference at a time. ONNX Runtime's CPU arena grows to hold every run in flight and never
-# shrinks, so a query embedding overlapping the memory service's batch left the server ~100 MB
-# larger for good (bench/rss.py: 445 -> ~300 MB after 1,000 turns). The runs use every core
-# anyway; a query waits at most for one batch (LOCAL_BATCH_TOKENS).
+# shrinks: back-to-back turns whose query embeddings overlapped the memory service's batches kept
+# an in-process harness at 378 MB instead of 271 (bench/rss.py's paced turns overlap rarely and
+# differ within noise). The runs use every core anyway; a query waits at most for one batch.
 _run_lock = threading.Lock()
 
 
