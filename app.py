@@ -10,11 +10,11 @@ from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
 from handlers.admin_users import get_user, put_user_notes
 from handlers.health import healthz, readyz
-from handlers.telegram_webhook import telegram_webhook
-from lib.http_errors import EXCEPTION_HANDLERS
-from lib.lean_app import without_pydantic_plugin
-from lib.runtime import lifespan
-from lib.webhook_fast_path import with_webhook_fast_path
+from handlers.telegram_webhook import WEBHOOK_PATH, handle_webhook, telegram_webhook
+from lib.web.errors import EXCEPTION_HANDLERS
+from lib.web.fast_path import with_fast_path
+from lib.web.lean_app import without_pydantic_plugin
+from lib.web.lifespan import lifespan
 
 with without_pydantic_plugin():
     app = Litestar(
@@ -38,5 +38,5 @@ with without_pydantic_plugin():
         exception_handlers=EXCEPTION_HANDLERS,
     )
 
-# What `ash serve` runs: the webhook skips Litestar's router (lib/webhook_fast_path.py).
-server = with_webhook_fast_path(app)
+# What `ash serve` runs: Telegram's webhook before Litestar's router (lib/web/fast_path.py).
+server = with_fast_path(app, WEBHOOK_PATH, handle_webhook)

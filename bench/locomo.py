@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import click  # noqa: E402
 
-import migrate  # noqa: E402
+import lib.migrations as migrate  # noqa: E402
 from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402

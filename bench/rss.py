@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.helpers_faults import AshServer, Upstream, private_text, server_env, wait_until  # noqa: E402
+from tests.support.faults import AshServer, Upstream, private_text, server_env, wait_until  # noqa: E402
 
 CONFIG = """owner = 1000
 [server]

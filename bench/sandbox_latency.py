@@ -18,7 +18,7 @@ import time
 import uuid
 
 from lib.config import SandboxConfig
-from lib.sandbox import COMMAND_WRAPPER, Sandbox, connect, container_name, container_options, volume_name
+from lib.sandbox.container import COMMAND_WRAPPER, Sandbox, connect, container_name, container_options, volume_name
 
 
 def summary(name: str, samples: list[float]) -> str:

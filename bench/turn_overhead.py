@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import random
 import statistics
@@ -30,11 +31,11 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-import migrate  # noqa: E402
+import lib.migrations as migrate  # noqa: E402
+from lib.agent.contract import TurnInput  # noqa: E402
 from lib.db import Database, connect  # noqa: E402
 from lib.llm.types import Completed, Response, TextBlock, TextDelta, Usage  # noqa: E402
 from lib.memory.service import MemoryService  # noqa: E402
-from lib.turn import TurnInput  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 PERIOD = 2000
@@ -131,9 +132,14 @@ def fill(db_path: Path, target: int, settings) -> None:
     conn.close()
 
 
+async def no_model(**_) -> str:
+    """The memory service's model: never asked here (its extraction loop is not started)."""
+    raise AssertionError("not used in this benchmark")
+
+
 async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float], list[float]]:
     import lib.llm.router as router
-    from lib.agent import run_turn
+    from lib.agent.turn import run_turn
     from lib.memory import api as memory_api
     from lib.runtime import Runtime
 
@@ -152,13 +158,13 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
         runtime = Runtime(settings=settings, db=Database(db_path), http_client=http)
         # As in the server: a memory service is present, so the turn's vectors are embedded just
         # after the turn (not started here: that work is off the measured path by design).
-        runtime.services.append(MemoryService(runtime))
+        housekeeper = MemoryService(runtime.db, settings, complete=no_model)
         for i in range(turns + 3):
             first, second = rng.choices(WORDS, WEIGHTS, k=2)
             text = f"What did I say about the {first} and the {second}?"
             turn = TurnInput(provider="telegram", chat_id="bench-chat", user_id=USER, text=text, chat_type="private")
             started = time.perf_counter()
-            await run_turn(runtime, turn, NullSink())
+            await run_turn(runtime, turn, NullSink(), housekeeper=housekeeper)
             if i >= 3:  # the first turns load the embedding model and warm caches
                 before_model.append((Clock.first_request - started) * 1000)
                 after_model.append((Clock.stored - Clock.answered) * 1000)
@@ -170,16 +176,17 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
 async def measure_received_turns(db_path: Path, settings, turns: int) -> list[float]:
     """Received to first model request through the whole server path: the update is stored as the
     webhook stores it, the processor is woken, claims it, checks access, starts the typing action
-    and runs the turn. The Bot API is a zero-latency respx stub (tests/helpers_telegram.py)."""
+    and runs the turn. The Bot API is a zero-latency respx stub (tests/support/telegram.py)."""
     import json
 
     import respx
 
     import lib.llm.router as router
-    from lib.processor import Processor
+    from lib.agent.turn import run_turn
     from lib.runtime import Runtime
-    from lib.webhook_intake import store_update
-    from tests.helpers_telegram import FakeBotAPI, private_text
+    from lib.telegram.intake import store_update
+    from lib.telegram.updates import telegram_worker
+    from tests.support.telegram import FakeBotAPI, private_text
 
     router.build_provider = lambda settings, llm: StubProvider()
     received = []
@@ -187,9 +194,8 @@ async def measure_received_turns(db_path: Path, settings, turns: int) -> list[fl
     with respx.mock(assert_all_called=False) as mock:
         FakeBotAPI(mock, base=settings.secrets.telegram_api_base, token=settings.secrets.telegram_bot_token)
         runtime = Runtime(settings=settings, db=Database(db_path))
-        runtime.services.append(MemoryService(runtime))  # present, not started: as in measure_turns
-        processor = Processor(runtime)
-        runtime.services.append(processor)
+        housekeeper = MemoryService(runtime.db, settings, complete=no_model)  # present, not started
+        processor = telegram_worker(runtime, runner=functools.partial(run_turn, runtime, housekeeper=housekeeper))
         await processor.start()
         update_id = int(time.time() * 1000)  # fresh ids across runs on the kept database
         for i in range(turns + 3):

@@ -10,9 +10,9 @@ from litestar import Request, post
 from litestar.background_tasks import BackgroundTask
 from litestar.response import File
 
-from lib.admin_auth import admin_guard
-from lib.backup import copy_database, stamp
-from lib.runtime import get_runtime
+from lib.db import copy_database, stamp
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
 
 
 @post("/admin/backup", guards=[admin_guard], sync_to_thread=True, status_code=200)

@@ -8,9 +8,9 @@ import msgspec
 from litestar import Request, get
 from litestar.params import Parameter
 
-from lib.admin_auth import admin_guard
 from lib.memory import browse, store
-from lib.runtime import get_runtime
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
 
 
 class ExportOut(msgspec.Struct):

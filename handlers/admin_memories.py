@@ -9,28 +9,10 @@ from litestar import Request, delete, get, post
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromPath, JSONBody, Parameter
 
-from lib.admin_auth import admin_guard
 from lib.memory import forget, knowledge
-from lib.runtime import get_runtime
-
-
-class MemoryOut(msgspec.Struct):
-    """A knowledge entry; `score` is set for search results."""
-
-    id: int
-    content: str
-    source: str
-    owner_user_id: str | None
-    is_global: bool
-    subject: str | None
-    confidence: float
-    created_at: str
-    expires_at: str | None
-    superseded_by: int | None
-    superseded_at: str | None
-    source_message_id: int | None
-    active: bool
-    score: float | None = None
+from lib.web.api import MemoryOut, memory_out
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
 
 
 class MemoryList(msgspec.Struct):
@@ -56,26 +38,6 @@ class ForgetResult(msgspec.Struct):
     message_ids: list[int]
     memories: int
     messages: int
-
-
-def memory_out(entry: knowledge.Knowledge, score: float | None = None) -> MemoryOut:
-    """The API shape of an entry."""
-    return MemoryOut(
-        id=entry.id,
-        content=entry.content,
-        source=entry.source,
-        owner_user_id=entry.owner_user_id,
-        is_global=entry.is_global,
-        subject=entry.subject,
-        confidence=entry.confidence,
-        created_at=entry.created_at,
-        expires_at=entry.expires_at,
-        superseded_by=entry.superseded_by,
-        superseded_at=entry.superseded_at,
-        source_message_id=entry.source_message_id,
-        active=entry.is_active(),
-        score=score,
-    )
 
 
 @get("/admin/memories", guards=[admin_guard], sync_to_thread=True)

@@ -9,9 +9,9 @@ from litestar import Request, get
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, Parameter
 
-from lib.admin_auth import admin_guard
 from lib.memory import browse
-from lib.runtime import get_runtime
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
 
 
 class SessionOut(msgspec.Struct):

@@ -2,9 +2,9 @@
 
 from litestar import Request, get
 
-from lib.admin_auth import admin_guard
-from lib.runtime import get_runtime
-from lib.stats import collect_stats
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
+from lib.web.stats import collect_stats
 
 
 @get("/admin/stats", guards=[admin_guard], sync_to_thread=True)

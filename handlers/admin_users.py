@@ -9,10 +9,10 @@ from litestar import Request, get, put
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, JSONBody
 
-from handlers.admin_memories import MemoryOut, memory_out
-from lib.admin_auth import admin_guard
 from lib.memory import browse, knowledge, store
-from lib.runtime import get_runtime
+from lib.web.api import MemoryOut, memory_out
+from lib.web.auth import admin_guard
+from lib.web.state import get_runtime
 
 
 class UserCounts(msgspec.Struct):

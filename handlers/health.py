@@ -3,8 +3,8 @@
 from litestar import Request, get
 from litestar.response import Response
 
-from lib.health import database_ready
-from lib.runtime import get_runtime
+from lib.migrations import database_ready
+from lib.web.state import get_runtime
 
 
 @get("/healthz", sync_to_thread=False, include_in_schema=True)

@@ -2,12 +2,14 @@
 
 Status codes (SPEC): no secret configured 403, secret missing or wrong 401, body over
 server.max_body_bytes 413, not JSON or no integer update_id 400, else 200. Nothing is stored
-unless the answer is 200; a database that cannot take the row answers 503 (Telegram retries).
+unless the answer is 200; a database that cannot take the row answers 503 (Telegram retries),
+any other failure is logged and answered 500 (lib/web/errors.py, the same for both doors).
 
 A raw ASGI handler: Telegram's hot path needs none of Litestar's request parsing, dependency
 injection or response machinery, which cost more than the secret check, the decode and the
 commit together (measured: ~6,000/s for the Litestar handler without any insert, against
-~15,000/s for a bare /healthz).
+~15,000/s for a bare /healthz). app.py serves it before Litestar's router (lib/web/fast_path.py)
+and also registers it as a Litestar route below.
 """
 
 from __future__ import annotations
@@ -15,20 +17,23 @@ from __future__ import annotations
 import hmac
 import logging
 
-import apsw
 import msgspec
 from litestar import asgi
 from litestar.types import Receive, Scope, Send
 
-from lib.errors import AshError
-from lib.runtime import get_runtime
-from lib.webhook_intake import Rejected, accept, header, read_limited, wake_processor
+from lib.errors import Rejected
+from lib.telegram.intake import accept
+from lib.web.body import header, read_limited
+from lib.web.errors import status_for
+from lib.web.state import get_runtime, get_services
 
 log = logging.getLogger("ash.webhook")
 
+WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = b"x-telegram-bot-api-secret-token"
 JSON_HEADERS = [(b"content-type", b"application/json")]
 OK_BODY = b'{"ok":true}'
+DETAILS = {503: "update not stored; retry later", 500: "internal error; see the server log"}
 
 
 async def answer(send: Send, status: int, body: bytes) -> None:
@@ -42,17 +47,15 @@ async def _refuse(send: Send, status: int, detail: str) -> None:
     await answer(send, status, msgspec.json.encode({"ok": False, "detail": detail}))
 
 
-WEBHOOK_PATH = "/telegram/webhook"
-
-
 async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
     """Receive one Telegram update (POST; Telegram sends them one request at a time).
 
-    `scope["app"]` must be the Litestar app (for its runtime)."""
+    `scope["app"]` must be the Litestar app (for its runtime and services)."""
     if scope["method"] != "POST":
-        await answer(send, 405, b'{"ok":false,"detail":"method not allowed"}')
+        await _refuse(send, 405, "method not allowed")
         return
-    runtime = get_runtime(scope["app"])
+    app = scope["app"]
+    runtime = get_runtime(app)
     expected = runtime.settings.secrets.telegram_webhook_secret
     if not expected:
         log.warning("webhook refused (403): TELEGRAM_WEBHOOK_SECRET is not set, so no update can be trusted")
@@ -62,20 +65,26 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
     if not hmac.compare_digest(given, expected.encode()):
         await _refuse(send, 401, "missing or wrong secret token")
         return
+    services = get_services(app)
     try:
         body = await read_limited(scope, receive, runtime.settings.config.server.max_body_bytes)
-        # Committed before the 200, off the event loop (group commit: lib/inbox_writer.py).
-        queued = await accept(runtime, body)
+        # Committed before the 200, off the event loop (group commit: lib/inbox/writer.py).
+        queued = await accept(runtime, services.writer, body)
     except Rejected as exc:
         await _refuse(send, exc.status, exc.detail)
         return
-    except (AshError, apsw.Error) as exc:
-        # Not stored, whatever the reason: 503 so Telegram delivers it again later.
-        log.error("update not stored, answering 503: %s", exc)
-        await _refuse(send, 503, "update not stored; retry later")
+    except Exception as exc:
+        # Not stored, whatever the reason. 503 (database busy, full, gone) makes Telegram
+        # deliver it again later; anything else is a bug, logged with its traceback.
+        status = status_for(exc)
+        if status == 503:
+            log.error("update not stored, answering 503: %s", exc)
+        else:
+            log.error("webhook: unexpected error, answering %d", status, exc_info=exc)
+        await _refuse(send, status, DETAILS.get(status, "bad request"))
         return
-    if queued:  # tell the processor (it only sets an event; the turn runs after this response)
-        wake_processor(runtime)
+    if queued and services.processor is not None:
+        services.processor.kick()  # sets an event; the turn runs after this response
     await answer(send, 200, OK_BODY)
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import apsw
 
-from lib.db import connect, now_iso
+from lib.db import PAGES_PER_STEP, connect, copy_database, stamp
 from lib.errors import AshError
+from lib.migrations import migrate, status
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # Tables only Ash's schema has together; a database without them is someone else's.
 ASH_TABLES = {"schema_migrations", "sessions", "messages", "memories", "user_profiles"}
-PAGES_PER_STEP = 1024
 
 
 class BackupError(AshError):
@@ -32,26 +32,6 @@ class RestoreResult:
     restored_from: Path
     previous_copy: Path | None
     applied_migrations: list[str]
-
-
-def stamp() -> str:
-    """A filesystem-safe UTC timestamp for backup names."""
-    return now_iso().replace(":", "").replace("-", "").replace(".", "")
-
-
-def copy_database(source: apsw.Connection, target: Path) -> Path:
-    """Write a consistent snapshot of `source` to `target` (overwritten) with the backup API."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    dest = apsw.Connection(str(target))
-    try:
-        with dest.backup("main", source, "main") as step:
-            while not step.done:
-                step.step(PAGES_PER_STEP)
-        # A plain rollback-journal file is the most portable thing to hand someone.
-        dest.pragma("journal_mode", "DELETE")
-    finally:
-        dest.close()
-    return target
 
 
 def backup_to(db_path: Path, target: Path, *, overwrite: bool = False) -> Path:
@@ -103,8 +83,6 @@ def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
 
     Stop the server first: a running server keeps writing to the file being replaced.
     """
-    from migrate import migrate, status
-
     check_ash_database(source_path)
     probe = connect(source_path, readonly=True)
     try:

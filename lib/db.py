@@ -198,3 +198,27 @@ def one(conn: apsw.Connection, sql: str, params: tuple | dict = ()) -> dict | No
     if row is None:
         return None
     return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))
+
+
+# Pages copied per step of SQLite's online backup (small steps let writers in between).
+PAGES_PER_STEP = 1024
+
+
+def stamp() -> str:
+    """A filesystem-safe UTC timestamp for backup names."""
+    return now_iso().replace(":", "").replace("-", "").replace(".", "")
+
+
+def copy_database(source: apsw.Connection, target: Path) -> Path:
+    """Write a consistent snapshot of `source` to `target` (overwritten) with the backup API."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    dest = apsw.Connection(str(target))
+    try:
+        with dest.backup("main", source, "main") as step:
+            while not step.done:
+                step.step(PAGES_PER_STEP)
+        # A plain rollback-journal file is the most portable thing to hand someone.
+        dest.pragma("journal_mode", "DELETE")
+    finally:
+        dest.close()
+    return target

@@ -13,11 +13,20 @@ class DatabaseUnavailable(AshError):
     """The database file cannot be opened or is not fully migrated."""
 
 
+class Rejected(AshError):
+    """A request Ash refuses with a 4xx (`status`); nothing of it is stored."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
 class MigrationError(AshError):
     """A migration step failed, or the database is from a newer Ash."""
 
 
-# Telegram Bot API (lib/telegram.py); modelled on python-telegram-bot's request layer.
+# Telegram Bot API (lib/telegram/client.py); modelled on python-telegram-bot's request layer.
 class TelegramError(AshError):
     """The Bot API answered with an error or could not be reached."""
 
@@ -91,7 +100,7 @@ class LLMNotConfigured(LLMError):
     """No API key (or base URL) is set for the configured provider."""
 
 
-# Sandbox (lib/sandbox.py).
+# Sandbox (lib/sandbox/container.py).
 class DockerError(AshError):
     """The Docker Engine API failed or cannot be reached."""
 
@@ -101,7 +110,7 @@ class DockerError(AshError):
         self.message = message
 
 
-# Brave Search (lib/brave.py).
+# Brave Search (lib/tools/brave.py).
 class SearchError(AshError):
     """The web search API failed."""
 
@@ -115,3 +124,23 @@ class SearchError(AshError):
 # Embeddings (lib/memory/embeddings.py).
 class EmbeddingError(AshError):
     """The embedding model cannot be loaded or the embedding service failed."""
+
+
+# What the person is told. The one place an error becomes a sentence for the user; the log
+# keeps the full reason (secrets redacted), the chat gets something they can act on.
+SOMETHING_WENT_WRONG = "Something went wrong on my side while answering; the details are in the log."
+
+
+def user_message(error: BaseException) -> str:
+    """A short sentence for the person whose request failed with `error`."""
+    if isinstance(error, LLMNotConfigured):
+        return error.message
+    if isinstance(error, LLMError):
+        if error.status in (401, 403):
+            return f"The {error.provider} API rejected the key ({error.status}); the owner needs to check it."
+        if error.status == 404:
+            return f"The configured {error.provider} model was not found (404); the owner needs to check the config."
+        if error.status in (400, 413, 422):
+            return "The model refused this request as invalid, so I cannot answer it. Details are in the log."
+        return "The model is not available right now (overloaded or unreachable). Please try again in a minute."
+    return SOMETHING_WENT_WRONG

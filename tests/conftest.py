@@ -8,9 +8,8 @@ import pytest
 
 from lib.config import load_settings
 from lib.db import connect
-from migrate import migrate
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from lib.migrations import migrate
+from tests.support.paths import FIXTURES
 
 # Variables Ash reads; tests start from none of them so the developer's shell never leaks in.
 ASH_ENV = (

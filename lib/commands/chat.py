@@ -24,11 +24,11 @@ def cli_user_id(settings: Settings) -> str:
 
 
 async def _session(settings: Settings, message: str | None) -> bool:
-    from lib.agent import run_turn
-    from lib.cli_sink import CliSink
+    from lib.agent.contract import TurnInput
+    from lib.agent.turn import run_turn
+    from lib.commands.chat_sink import CliSink
     from lib.db import Database
     from lib.runtime import Runtime
-    from lib.turn import TurnInput
 
     runtime = Runtime(settings=settings, db=Database(settings.database_path))
     user_id = cli_user_id(settings)

@@ -20,7 +20,7 @@ def settings_or_exit() -> Settings:
 
 def open_db(settings: Settings, *, migrate_first: bool = True) -> apsw.Connection:
     """Open the configured database, applying pending migrations first."""
-    from migrate import migrate
+    from lib.migrations import migrate
 
     try:
         conn = connect(settings.database_path)

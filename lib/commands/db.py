@@ -15,7 +15,7 @@ def db() -> None:
 @db.command("migrate")
 def db_migrate() -> None:
     """Apply pending migrations (a backup copy is taken first if the database has data)."""
-    from migrate import migrate
+    from lib.migrations import migrate
 
     settings = settings_or_exit()
     conn = open_db(settings, migrate_first=False)
@@ -31,7 +31,7 @@ def db_migrate() -> None:
 @db.command("status")
 def db_status() -> None:
     """Show applied and pending migrations."""
-    from migrate import status
+    from lib.migrations import status
 
     settings = settings_or_exit()
     conn = open_db(settings, migrate_first=False)

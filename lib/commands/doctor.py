@@ -14,7 +14,7 @@ MARKS = {
 @click.command()
 def doctor() -> None:
     """Check the setup: one line per check, with a hint for each problem. Exits 1 on failure."""
-    from lib.doctor import run_checks
+    from lib.commands.doctor_checks import run_checks
 
     results = run_checks()
     for check in results:

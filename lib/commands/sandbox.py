@@ -12,7 +12,7 @@ from lib.errors import DockerError
 
 
 def _client(timeout: float = 600.0):
-    from lib.sandbox import connect
+    from lib.sandbox.container import connect
 
     try:
         return connect(timeout=timeout)
@@ -45,7 +45,7 @@ def sandbox() -> None:
 @click.option("--image", default=None, help="Image name to build (default: sandbox.image from the config).")
 def build(offline: bool, base: str, mirror: str | None, image: str | None) -> None:
     """Build the sandbox image from Containerfile.sandbox, or with --offline from Debian packages."""
-    from lib.sandbox_image import DEFAULT_MIRROR, build_from_containerfile, build_offline
+    from lib.sandbox.image import DEFAULT_MIRROR, build_from_containerfile, build_offline
 
     settings = settings_or_exit()
     image = image or settings.config.sandbox.image
@@ -75,7 +75,7 @@ def status() -> None:
     """Show the engine, the image, the limits and the running sandboxes."""
     import docker.errors
 
-    from lib.sandbox import Sandbox
+    from lib.sandbox.container import Sandbox
 
     settings = settings_or_exit()
     config = settings.config.sandbox
@@ -110,7 +110,7 @@ def status() -> None:
 @click.option("--chat", default=None, help="Telegram chat id whose sandbox and /workspace to use (default: a CLI one).")
 def exec_(command: tuple[str, ...], chat: str | None) -> None:
     """Run COMMAND in a sandbox as the bash tool would, e.g. `ash sandbox exec -- ls -la`."""
-    from lib.sandbox import Sandbox, chat_key, describe
+    from lib.sandbox.container import Sandbox, chat_key, describe
 
     settings = settings_or_exit()
     box = Sandbox(settings.config.sandbox, client=_client(timeout=settings.config.sandbox.timeout + 30))
@@ -131,7 +131,7 @@ def exec_(command: tuple[str, ...], chat: str | None) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask before deleting volumes.")
 def prune(volumes: bool, yes: bool) -> None:
     """Remove every sandbox container (they restart on the next command); --volumes also wipes workspaces."""
-    from lib.sandbox import Sandbox
+    from lib.sandbox.container import Sandbox
 
     settings = settings_or_exit()
     if volumes and not yes:

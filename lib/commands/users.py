@@ -16,7 +16,7 @@ def users() -> None:
 @click.argument("entry")
 def users_allow(entry: str) -> None:
     """Allow a Telegram user by numeric id or @username (effective at once, no restart)."""
-    from lib.access import allow, normalize_entry
+    from lib.telegram.access import allow, normalize_entry
 
     if not normalize_entry(entry).lstrip("@-"):
         raise click.ClickException("give a numeric Telegram id (e.g. 123456789) or an @username")
@@ -36,8 +36,8 @@ def users_allow(entry: str) -> None:
 @click.argument("user_id", required=False)
 def users_show(user_id: str | None) -> None:
     """List allowed users, or show one user's profile."""
-    from lib.access import listing
     from lib.memory.store import get_profile
+    from lib.telegram.access import listing
 
     settings = settings_or_exit()
     conn = open_db(settings)

@@ -16,7 +16,7 @@ def _run(settings: Settings, action):
     """Run one Bot API call with a short-lived client; Telegram errors become a clear message."""
     import httpx
 
-    from lib.telegram import TelegramClient
+    from lib.telegram.client import TelegramClient
 
     token = settings.secrets.telegram_bot_token
     if not token:
@@ -42,7 +42,7 @@ def webhook() -> None:
 @click.option("--drop-pending", is_flag=True, help="Discard updates Telegram has queued for the bot.")
 def webhook_set(url: str, drop_pending: bool) -> None:
     """Point Telegram at URL (the full https URL ending in /telegram/webhook) with the secret."""
-    from lib.telegram import ALLOWED_UPDATES
+    from lib.telegram.client import ALLOWED_UPDATES
 
     settings = settings_or_exit()
     secret = settings.secrets.telegram_webhook_secret

@@ -4,26 +4,27 @@ The SDK clients never retry (`max_retries=0`). Here: retryable errors (429, 529 
 5xx, timeouts, dropped streams) are retried with exponential backoff that honours
 `retry-after`, up to `agent.llm_retries` times; then the turn switches to `fallback_llm`.
 OpenAI's 429 `insufficient_quota` switches at once. Non-retryable errors (400, 401, 404) stop
-the call: the user gets a short message, the log the full reason.
+the call: the user gets a short message (lib/errors.py `user_message`), the log the full reason.
+
+A client: it knows no storage. Each response carries its usage; the caller records it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lib.config import LLMConfig, Settings
 from lib.errors import LLMError, LLMNotConfigured
 from lib.llm.types import Completed, Message, Request, Response, TextDelta, ToolSpec
+from lib.retry import Backoff, Retryable, Sleep, retry
 
 if TYPE_CHECKING:
     from lib.llm.base import Provider
-    from lib.runtime import Runtime
 
 log = logging.getLogger("ash.llm")
 
@@ -37,14 +38,12 @@ class RetryPolicy:
     base_delay: float = 1.0
     # Longest wait we accept; a longer retry-after switches to the fallback instead.
     max_delay: float = 30.0
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    sleep: Sleep = asyncio.sleep
 
-    def delay(self, attempt: int, retry_after: float | None) -> float | None:
-        """Seconds to wait before retry `attempt` (0-based), or None to give up on this provider."""
-        if retry_after is not None:
-            return retry_after if retry_after <= self.max_delay else None
-        # Full exponential backoff with jitter, so parallel chats do not retry in lockstep.
-        return min(self.max_delay, self.base_delay * 2**attempt) * (0.5 + random.random() / 2)  # noqa: S311
+    @property
+    def backoff(self) -> Backoff:
+        """The shared backoff helper with these delays."""
+        return Backoff(self.base_delay, self.max_delay)
 
 
 DEFAULT_POLICY = RetryPolicy()
@@ -96,39 +95,17 @@ def build_provider(settings: Settings, llm: LLMConfig) -> Provider:
     return OpenAIProvider(secrets.openai_api_key, base_url=secrets.openai_base_url)
 
 
-def user_message(error: LLMError) -> str:
-    """A short sentence for the user; the log holds the full reason."""
-    if isinstance(error, LLMNotConfigured):
-        return error.message
-    if error.status in (401, 403):
-        return f"The {error.provider} API rejected the key ({error.status}); the owner needs to check it."
-    if error.status == 404:
-        return f"The configured {error.provider} model was not found (404); the owner needs to check the config."
-    if error.status == 400 or error.status == 413 or error.status == 422:
-        return "The model refused this request as invalid, so I cannot answer it. Details are in the log."
-    return "The model is not available right now (overloaded or unreachable). Please try again in a minute."
-
-
 class Router:
-    """Calls the default model, retrying and falling back per the policy; records usage."""
+    """Calls the default model, retrying and falling back per the policy.
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        user_id: str | None = None,
-        session_id: int | None = None,
-        purpose: str = "chat",
-        policy: RetryPolicy | None = None,
-    ):
-        self.runtime = runtime
-        self.settings = runtime.settings
-        self.user_id = user_id
-        self.session_id = session_id
-        self.purpose = purpose
+    `clients` is the process's cache of provider clients by provider name (Runtime.llm_providers):
+    a turn reuses the connection of the previous one."""
+
+    def __init__(self, settings: Settings, clients: dict[str, Provider], *, policy: RetryPolicy | None = None):
+        self.settings = settings
+        self.clients = clients
         self.policy = policy or DEFAULT_POLICY
-        self._candidates = candidates(self.settings)
-        self._providers: dict[int, Provider] = {}
+        self._candidates = candidates(settings)
         # Once the fallback answered, later steps of the turn go straight to it.
         self._start = 0
 
@@ -140,13 +117,10 @@ class Router:
         return None
 
     def _provider(self, index: int) -> Provider:
-        if index not in self._providers:
-            llm = self._candidates[index]
-            cache = self.runtime.llm_providers
-            if llm.provider not in cache:
-                cache[llm.provider] = build_provider(self.settings, llm)
-            self._providers[index] = cache[llm.provider]
-        return self._providers[index]
+        llm = self._candidates[index]
+        if llm.provider not in self.clients:
+            self.clients[llm.provider] = build_provider(self.settings, llm)
+        return self.clients[llm.provider]
 
     async def complete(
         self,
@@ -195,81 +169,57 @@ class Router:
                     log.warning("%s gave up (%s); switching to the fallback", llm.provider, exc.message)
                 continue
             self._start = index
-            await asyncio.to_thread(self._record, response, request.model)
-            return response
+            return response if response.model else replace(response, model=request.model)
         assert last is not None
         raise last
 
     async def _attempts(self, index, request: Request, on_text, on_restart) -> Response:
         retries = max(0, self.settings.config.agent.llm_retries)
-        for attempt in range(retries + 1):
+        provider = self._candidates[index].provider
+        shown = False
+
+        async def once() -> Response:
+            nonlocal shown
             shown = False
-            try:
-                if on_text is None:
-                    return await self._provider(index).complete(request)
-                response = None
-                async with aclosing(self._provider(index).stream(request)) as events:
-                    async for event in events:
-                        if isinstance(event, TextDelta):
-                            shown = True
-                            await on_text(event.text)
-                        elif isinstance(event, Completed):
-                            response = event.response
-                if response is None:
-                    raise LLMError(
-                        "the stream ended without a response",
-                        provider=self._candidates[index].provider,
-                        retryable=True,
-                    )
-                return response
-            except LLMError as exc:
-                log.warning(
-                    "LLM call failed (%s %s, attempt %d of %d): %s",
-                    self._candidates[index].provider,
-                    request.model,
-                    attempt + 1,
-                    retries + 1,
-                    exc.message,
-                )
-                if shown and on_restart is not None:
-                    # Half an answer must not stay on screen looking final.
-                    await on_restart()
-                if exc.switch_provider or not exc.retryable or attempt == retries:
-                    raise
-                delay = self.policy.delay(attempt, exc.retry_after)
-                if delay is None:
-                    raise
-                await self.policy.sleep(delay)
-        raise AssertionError("unreachable")
+            if on_text is None:
+                return await self._provider(index).complete(request)
+            response = None
+            async with aclosing(self._provider(index).stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        shown = True
+                        await on_text(event.text)
+                    elif isinstance(event, Completed):
+                        response = event.response
+            if response is None:
+                raise LLMError("the stream ended without a response", provider=provider, retryable=True)
+            return response
 
-    def _record(self, response: Response, model: str) -> None:
-        from lib.usage import record_usage
+        async def failed(exc: Exception, attempt: int) -> None:
+            if not isinstance(exc, LLMError):
+                return
+            log.warning(
+                "LLM call failed (%s %s, attempt %d of %d): %s",
+                provider,
+                request.model,
+                attempt + 1,
+                retries + 1,
+                exc.message,
+            )
+            if shown and on_restart is not None:
+                # Half an answer must not stay on screen looking final.
+                await on_restart()
 
-        record_usage(
-            self.runtime.db.conn(),
-            self.settings,
-            provider=response.provider,
-            model=response.model or model,
-            usage=response.usage,
-            user_id=self.user_id,
-            session_id=self.session_id,
-            purpose=self.purpose,
+        def classify(exc: Exception) -> Retryable | None:
+            if isinstance(exc, LLMError) and exc.retryable and not exc.switch_provider:
+                return Retryable(exc.retry_after)
+            return None
+
+        return await retry(
+            once,
+            retries=retries,
+            backoff=self.policy.backoff,
+            classify=classify,
+            sleep=self.policy.sleep,
+            on_error=failed,
         )
-
-
-async def complete_text(
-    runtime: Runtime,
-    *,
-    system: str,
-    prompt: str,
-    model: str | None = None,
-    max_tokens: int = 1024,
-    user_id: str | None = None,
-    purpose: str = "extraction",
-) -> str:
-    """One non-streaming text answer under the same retry and fallback policy, usage recorded."""
-    async with Router(runtime, user_id=user_id, purpose=purpose) as router:
-        response = await router.complete(
-            system=system, messages=(Message.user_text(prompt),), max_tokens=max_tokens, model=model
-        )
-    return response.text

@@ -41,8 +41,6 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 TOKENIZER_SHA256 = (TOKENIZER_PATH.parent / "tokenizer.json.sha256").read_text().split()[0]
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
-OPENAI_TIMEOUT = 15.0
-OPENAI_BATCH = 256
 # After a failure, skip the provider for a while so each turn does not wait on a dead endpoint.
 COOLDOWN_SECONDS = 30.0
 
@@ -77,7 +75,8 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _normalise(vectors: np.ndarray) -> np.ndarray:
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (cosine similarity becomes a dot product)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
 
@@ -180,54 +179,7 @@ class LocalEmbedder:
         # Mean pooling over real tokens (padding masked out), then L2: sentence-transformers' recipe.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return _normalise(pooled)
-
-
-class OpenAIEmbedder:
-    """Any OpenAI-compatible /v1/embeddings endpoint through the openai SDK (imported lazily)."""
-
-    def __init__(self, settings: Settings):
-        cfg = settings.config.embeddings
-        # The config's default model is the local one; with provider = "openai" it means "the default".
-        self.model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
-        self.dimensions = cfg.dimensions
-        self._api_key = settings.secrets.openai_api_key
-        base = settings.secrets.openai_base_url
-        self._base_url = f"{base}/v1" if base else None
-        self._client = None
-
-    def _get_client(self):
-        if self._client is None:
-            if not self._api_key:
-                raise EmbeddingError("OPENAI_API_KEY is not set (needed by [embeddings] provider = 'openai')")
-            import openai
-
-            self._client = openai.OpenAI(
-                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=OPENAI_TIMEOUT
-            )
-        return self._client
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts with one request per batch; the vectors are checked and normalised."""
-        import openai
-
-        client = self._get_client()
-        out = []
-        for start in range(0, len(texts), OPENAI_BATCH):
-            batch = texts[start : start + OPENAI_BATCH]
-            try:
-                response = client.embeddings.create(model=self.model, input=batch, dimensions=self.dimensions)
-            except openai.OpenAIError as exc:
-                raise EmbeddingError(f"embedding request to {self.model} failed: {exc}") from exc
-            data = sorted(response.data, key=lambda d: d.index)
-            vectors = np.array([d.embedding for d in data], dtype=np.float32)
-            if vectors.shape != (len(batch), self.dimensions):
-                raise EmbeddingError(
-                    f"{self.model} returned vectors of shape {vectors.shape}, expected "
-                    f"({len(batch)}, {self.dimensions}); set [embeddings] dimensions to the model's size"
-                )
-            out.append(vectors)
-        return _normalise(np.concatenate(out))
+        return normalise(pooled)
 
 
 def get_embedder(settings: Settings) -> Embedder | None:
@@ -236,7 +188,13 @@ def get_embedder(settings: Settings) -> Embedder | None:
     if cfg.provider == "none":
         return None
     if cfg.provider == "openai":
-        return OpenAIEmbedder(settings)
+        from lib.llm.embeddings import OpenAIEmbedder
+
+        # The config's default model is the local one; with provider = "openai" it means "the default".
+        model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        return OpenAIEmbedder(
+            settings.secrets.openai_api_key, settings.secrets.openai_base_url, model=model, dimensions=cfg.dimensions
+        )
     if cfg.model != LOCAL_MODEL or cfg.dimensions != LOCAL_DIMENSIONS:
         raise EmbeddingError(
             f"the local provider runs {LOCAL_MODEL} with {LOCAL_DIMENSIONS} dimensions; "

@@ -8,7 +8,7 @@ page images do not linger in it. The audit log records counts and ids, never con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import apsw
@@ -102,7 +102,12 @@ def _delete_messages(conn: apsw.Connection, message_ids: list[int]) -> int:
     return deleted
 
 
-def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: str) -> dict:
+Eraser = Callable[[apsw.Connection, str], int]
+
+
+def forget_user(
+    conn: apsw.Connection, settings: Settings, user_id: str, actor: str, *, erasers: dict[str, Eraser] | None = None
+) -> dict:
     """Delete everything Ash holds about a person; returns counts (what `/forget` does)."""
     message_ids = [r["id"] for r in rows(conn, USER_MESSAGES_SQL, (user_id,))]
     memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
@@ -129,12 +134,12 @@ def forget_user(conn: apsw.Connection, settings: Settings, user_id: str, actor: 
         conn.execute("DELETE FROM extraction_queue WHERE user_id = ?", (user_id,))
         conn.execute("DELETE FROM meta WHERE key = ?", (EXTRACTION_CURSOR_KEY.format(user_id=user_id),))
         cached = _drop_cached_embeddings(conn, hashes)
-        from lib import inbox
-
-        updates = inbox.scrub_user(conn, user_id)
+        # Copies of their words that other parts keep (the raw Telegram updates in the inbox),
+        # erased by those parts' own code inside this same transaction.
+        erased = {name: erase(conn, user_id) for name, erase in (erasers or {}).items()}
         counts = {
             "messages": messages,
-            "telegram_updates": updates,
+            **erased,
             "memories": memories,
             "sessions": len(empty),
             "tool_executions": tools,

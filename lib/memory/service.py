@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-if TYPE_CHECKING:
-    from lib.runtime import Runtime
+from lib.config import Settings
+from lib.db import Database
 
 log = logging.getLogger("ash.memory.service")
 
@@ -20,8 +20,19 @@ POLL_SECONDS = 5.0
 class MemoryService:
     """Runs gc once at start, then embeds new turns and runs due extractions."""
 
-    def __init__(self, runtime: Runtime, *, poll_seconds: float = POLL_SECONDS):
-        self.runtime = runtime
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        *,
+        complete: Callable[..., Awaitable[str]],
+        poll_seconds: float = POLL_SECONDS,
+    ):
+        self.db = db
+        self.settings = settings
+        # How memory reaches a model: `complete(system=, prompt=, model=, user_id=, purpose=)`
+        # -> text, handed in by the server's wiring (memory itself knows no model client).
+        self._complete = complete
         self.poll_seconds = poll_seconds
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
@@ -31,14 +42,11 @@ class MemoryService:
         self._wake.set()
 
     async def complete(self, *, system: str, prompt: str, user_id: str) -> str:
-        """Ask the configured model (extraction_model, else the default) through the shared router."""
-        from lib.llm.router import complete_text
-
-        return await complete_text(
-            self.runtime,
+        """Ask the configured model (extraction_model, else the default) for a fact extraction."""
+        return await self._complete(
             system=system,
             prompt=prompt,
-            model=self.runtime.settings.config.memory.extraction_model,
+            model=self.settings.config.memory.extraction_model,
             user_id=user_id,
             purpose="extraction",
         )
@@ -52,7 +60,7 @@ class MemoryService:
         from lib.memory import gc
 
         try:
-            counts = await asyncio.to_thread(lambda: gc.collect(self.runtime.db.conn(), self.runtime.settings))
+            counts = await asyncio.to_thread(lambda: gc.collect(self.db.conn(), self.settings))
             log.info("memory gc at start-up: %s", counts)
         except Exception:
             log.exception("memory gc at start-up failed; continuing")
@@ -63,9 +71,7 @@ class MemoryService:
 
         total = 0
         while True:
-            done = await asyncio.to_thread(
-                lambda: index.backfill_vectors(self.runtime.db.conn(), self.runtime.settings)
-            )
+            done = await asyncio.to_thread(lambda: index.backfill_vectors(self.db.conn(), self.settings))
             total += done
             if done < index.REINDEX_BATCH:
                 return total
@@ -75,12 +81,12 @@ class MemoryService:
         from lib.memory import extraction
 
         await self.embed_pending()
-        if not self.runtime.settings.config.memory.extraction_enabled:
+        if not self.settings.config.memory.extraction_enabled:
             return []
-        return await extraction.run_due(self.runtime.db, self.runtime.settings, self.complete)
+        return await extraction.run_due(self.db, self.settings, self.complete)
 
     async def _loop(self) -> None:
-        if self.runtime.settings.config.memory.auto_gc:
+        if self.settings.config.memory.auto_gc:
             await self.collect_garbage()
         while True:
             try:
@@ -101,8 +107,3 @@ class MemoryService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-
-
-def get_memory_service(runtime: Runtime) -> MemoryService | None:
-    """The running memory service, if this process has one (the server does, `ash chat` not)."""
-    return next((s for s in runtime.services if isinstance(s, MemoryService)), None)

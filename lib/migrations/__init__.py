@@ -1,1 +1,149 @@
-"""Numbered migration steps; `migrate.py` applies them in order. An applied step is never edited."""
+"""Ash's database migrations: numbered steps applied in order (`python migrate.py` runs them).
+
+Steps are ordered and uniquely named. Each step runs with its bookkeeping row in one
+transaction, so a failed step leaves the database as it was. Re-running is a no-op. Before
+steps are applied to a database that already holds data, a copy is taken with SQLite's
+backup API next to it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import apsw
+
+from lib.db import Database, connect, copy_database, now_iso, stamp
+from lib.errors import AshError, MigrationError
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    apply: Callable[[apsw.Connection], None]
+
+
+def _sql_step(name: str) -> Step:
+    """A step whose body is `lib/migrations/<name>.sql`."""
+
+    def apply(conn: apsw.Connection) -> None:
+        conn.execute(resources.files("lib.migrations").joinpath(f"{name}.sql").read_text(encoding="utf-8"))
+
+    return Step(name, apply)
+
+
+STEPS: list[Step] = [
+    _sql_step("m001_initial"),
+    _sql_step("m002_inbox_reply_parts"),
+    _sql_step("m003_chunk_embedded"),
+    _sql_step("m004_inbox_open"),
+]
+
+CREATE_BOOKKEEPING_SQL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    name TEXT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class Status:
+    applied: list[str]
+    pending: list[str]
+    unknown: list[str]
+
+    @property
+    def current(self) -> bool:
+        return not self.pending and not self.unknown
+
+
+def _applied(conn: apsw.Connection) -> list[str]:
+    exists = conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+    if not exists:
+        return []
+    return [name for (name,) in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
+
+def status(conn: apsw.Connection, steps: list[Step] = STEPS) -> Status:
+    """Which steps are applied, pending, or unknown to this version (a newer Ash's)."""
+    applied = _applied(conn)
+    known = [s.name for s in steps]
+    return Status(
+        applied=[n for n in known if n in applied],
+        pending=[n for n in known if n not in applied],
+        unknown=[n for n in applied if n not in known],
+    )
+
+
+def _has_data(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0] > 0
+
+
+def migrate(conn: apsw.Connection, db_path: Path | None = None, steps: list[Step] = STEPS) -> list[str]:
+    """Apply pending steps in order; returns the names applied. Raises MigrationError."""
+    state = status(conn, steps)
+    if state.unknown:
+        raise MigrationError(
+            "this database was migrated by a newer version of Ash (unknown steps: "
+            + ", ".join(state.unknown)
+            + "); upgrade Ash, or restore a backup taken before the upgrade"
+        )
+    if not state.pending:
+        return []
+    if db_path is not None and _has_data(conn):
+        copy_database(conn, db_path.with_name(f"{db_path.name}.pre-{state.pending[0]}-{stamp()}.bak"))
+    conn.execute(CREATE_BOOKKEEPING_SQL)
+    done = []
+    for step in steps:
+        if step.name not in state.pending:
+            continue
+        try:
+            with conn:
+                step.apply(conn)
+                conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (step.name, now_iso()))
+        except apsw.Error as exc:
+            raise MigrationError(f"migration {step.name} failed and was rolled back: {exc}") from exc
+        done.append(step.name)
+    return done
+
+
+def migrate_path(path: Path) -> list[str]:
+    """Open the database at `path`, migrate it, close it."""
+    conn = connect(path)
+    try:
+        return migrate(conn, path)
+    finally:
+        conn.close()
+
+
+def database_ready(db: Database) -> tuple[bool, str]:
+    """(True, "migrated") when the database opens and has every migration applied (for /readyz)."""
+    try:
+        state = status(db.conn())
+    except (AshError, apsw.Error) as exc:
+        db.close()
+        return False, f"database unavailable: {exc}"
+    if state.unknown:
+        return False, "database is from a newer Ash: " + ", ".join(state.unknown)
+    if state.pending:
+        return False, "migrations pending: " + ", ".join(state.pending)
+    return True, "migrated"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `python migrate.py [DATABASE]` (default: the configured database)."""
+    from lib.config import load_settings
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        path = Path(args[0]) if args else load_settings().database_path
+        applied = migrate_path(path)
+    except AshError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{path}: applied {', '.join(applied)}" if applied else f"{path}: up to date")
+    return 0

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import msgspec
+
+if TYPE_CHECKING:
+    import httpx
+
+    from lib.config import Settings
+    from lib.db import Database
+    from lib.sandbox.container import Sandbox
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who a tool runs for. Tools never see secrets; `services` holds what they may use."""
+    """Who a tool runs for, and what it may use. Tools never see secrets (settings hold them, but
+    no tool passes one on: keys go only to the client that needs them)."""
 
     user_id: str
     chat_id: str
     session_id: int | None
     provider: str = "telegram"
     is_owner: bool = False
-    # Shared objects a tool may need (database handle, sandbox, http client), by name.
-    services: dict[str, Any] = field(default_factory=dict)
+    settings: Settings = field(kw_only=True)
+    db: Database | None = field(default=None, kw_only=True)
+    # The process's HTTP client; None builds a short-lived one (tests, one-shot commands).
+    http: httpx.AsyncClient | None = field(default=None, kw_only=True)
+    # The sandbox to run commands in; None means the process's shared one for settings.sandbox.
+    sandbox: Sandbox | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from lib.tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from lib.config import Settings
-    from lib.sandbox import Sandbox
+    from lib.sandbox.container import Sandbox
 
 
 class BashInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -42,17 +42,17 @@ class BashTool:
 
     def sandbox_for(self, context: ToolContext) -> Sandbox:
         """The sandbox to use: injected, else the runtime's, else one shared per configuration."""
-        from lib.sandbox import shared_sandbox
+        from lib.sandbox.container import shared_sandbox
 
         if self._sandbox is not None:
             return self._sandbox
-        if context.services.get("sandbox") is not None:
-            return context.services["sandbox"]
-        return shared_sandbox(context.services["settings"].config.sandbox)
+        if context.sandbox is not None:
+            return context.sandbox
+        return shared_sandbox(context.settings.config.sandbox)
 
     async def execute(self, args: BashInput, context: ToolContext) -> ToolResult:
         """Run `args.command` in the sandbox of the context's chat."""
-        from lib.sandbox import chat_key, describe
+        from lib.sandbox.container import chat_key, describe
 
         command = args.command.strip()
         if not command:

@@ -18,7 +18,7 @@ RECALL_LIMIT = 8
 
 
 def _db_and_settings(context: ToolContext) -> tuple[Any, Settings]:
-    return context.services["db"], context.services["settings"]
+    return context.db, context.settings
 
 
 class Remember:

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 import httpx
 import msgspec
 
-from lib.brave import MAX_COUNT, BraveSearch, SearchResult
 from lib.errors import SearchError
 from lib.tools.base import ToolContext, ToolResult
+from lib.tools.brave import MAX_COUNT, BraveSearch, SearchResult
 
 if TYPE_CHECKING:
     from lib.config import Settings
@@ -49,7 +49,7 @@ class WebSearchTool:
 
     async def execute(self, args: WebSearchInput, context: ToolContext) -> ToolResult:
         """Search for `args.query` and list the results."""
-        settings: Settings = context.services["settings"]
+        settings: Settings = context.settings
         key = settings.secrets.brave_search_api_key
         if not key:
             return ToolResult("Web search is not configured (no BRAVE_SEARCH_API_KEY).", is_error=True)
@@ -57,7 +57,7 @@ class WebSearchTool:
         if not query:
             return ToolResult("web_search: empty query; pass what to search for.", is_error=True)
         count = max(1, min(args.count or settings.config.brave_search.count, MAX_COUNT))
-        http = context.services.get("http")
+        http = context.http
         if http is None:
             async with httpx.AsyncClient() as own:
                 return await self._search(

@@ -1,0 +1,56 @@
+"""Asking a model on behalf of the agent: the router's answer, with its usage recorded.
+
+The router (lib/llm/) is a client that knows no storage; every call Ash makes for a person
+(a turn's steps, compaction, fact extraction) goes through here so that its tokens land in
+the usage table and count against the daily budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from lib.agent.usage import record_usage
+from lib.llm.router import Router
+from lib.llm.types import Message, Response
+from lib.runtime import Runtime
+
+
+def router_for(runtime: Runtime) -> Router:
+    """A router over the process's provider clients (kept for the process, not per call)."""
+    return Router(runtime.settings, runtime.llm_providers)
+
+
+async def record(
+    runtime: Runtime, response: Response, *, user_id: str | None, session_id: int | None = None, purpose: str
+) -> None:
+    """Store one call's token usage (and cost) for `ash usage` and the daily budget."""
+    await asyncio.to_thread(
+        lambda: record_usage(
+            runtime.db.conn(),
+            runtime.settings,
+            provider=response.provider,
+            model=response.model,
+            usage=response.usage,
+            user_id=user_id,
+            session_id=session_id,
+            purpose=purpose,
+        )
+    )
+
+
+async def complete_text(
+    runtime: Runtime,
+    *,
+    system: str,
+    prompt: str,
+    model: str | None = None,
+    max_tokens: int = 1024,
+    user_id: str | None = None,
+    purpose: str = "extraction",
+) -> str:
+    """One non-streaming text answer under the router's retry and fallback policy, usage recorded."""
+    response = await router_for(runtime).complete(
+        system=system, messages=(Message.user_text(prompt),), max_tokens=max_tokens, model=model
+    )
+    await record(runtime, response, user_id=user_id, purpose=purpose)
+    return response.text

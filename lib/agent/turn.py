@@ -1,0 +1,257 @@
+"""One turn of the assistant: context in, model and tools in a loop, the answer streamed out.
+
+budget check -> session and profile -> system prompt and history within the budget -> model
+call with tool definitions (streamed into the sink) -> tool runs fed back as data -> repeat
+until the model stops or agent.max_steps -> persist the exchange -> compact old history.
+Telegram's processor and `ash chat` both call `run_turn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import msgspec
+
+from lib.agent.contract import OutputSink, TurnInput, TurnResult
+from lib.agent.prompt import build_system_prompt, is_owner
+from lib.agent.usage import over_budget
+from lib.db import monotonic_ms
+from lib.errors import LLMError, user_message
+from lib.llm.types import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lib.memory import api as memory_api
+from lib.memory import store
+from lib.memory.service import MemoryService
+from lib.memory.store import Session, StoredMessage
+from lib.runtime import Runtime
+from lib.tools.base import Tool, ToolContext, ToolResult
+
+log = logging.getLogger("ash.agent")
+
+BUDGET_SPENT = (
+    "You have used today's token budget, so I have to pause until tomorrow (UTC). "
+    "The owner can raise agent.daily_token_budget."
+)
+STEP_LIMIT = "(I stopped after {steps} steps, the limit set by agent.max_steps. Ask me to continue if you need more.)"
+EMPTY_ANSWER = "(The model returned an empty answer.)"
+
+
+@dataclass
+class _Prepared:
+    session: Session
+    system: str
+    history: list[StoredMessage]
+
+
+def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
+    """Everything before the model call (runs in a thread: apsw and embeddings block)."""
+    from lib.agent.history import history_budget, load_history, select_history
+
+    settings = runtime.settings
+    memory = settings.config.memory
+    conn = runtime.db.conn()
+    if over_budget(conn, settings, turn.user_id):
+        return None
+    session = store.open_session(conn, turn.provider, turn.chat_id, turn.user_id, turn.chat_type)
+    store.touch_profile(conn, turn.user_id, turn.username, turn.display_name)
+    profile = store.get_profile(conn, turn.user_id)
+    loaded = load_history(conn, memory, session.id, session.summary_through)
+    try:
+        retrieved = memory_api.retrieve_context(
+            conn,
+            settings,
+            user_id=turn.user_id,
+            query=turn.text,
+            session_id=session.id,
+            token_budget=memory.retrieval_token_budget,
+        )
+    except Exception:
+        # Memory is a help, not a precondition: answer without it (spec: degrade, log).
+        log.warning("retrieval failed; answering without retrieved context", exc_info=True)
+        retrieved = []
+    in_window = {m.id for m in loaded}
+    retrieved = [r for r in retrieved if not (r.source_type == "message" and r.id in in_window)]
+    system = build_system_prompt(settings, turn, profile=profile, retrieved=retrieved, summary=session.summary)
+    budget = history_budget(memory, system, turn.text)
+    history = select_history(loaded, budget=budget, recency_window=memory.recency_window)
+    return _Prepared(session, system, history)
+
+
+def _history_messages(history: list[StoredMessage]) -> list[Message]:
+    messages = [
+        Message(m.role, (TextBlock(m.content),)) for m in history if m.role in ("user", "assistant") and m.content
+    ]
+    # A conversation sent to the model starts with the user.
+    while messages and messages[0].role != "user":
+        messages.pop(0)
+    return messages
+
+
+def _user_message(turn: TurnInput) -> Message:
+    blocks: list = [ImageBlock(image.data, image.media_type) for image in turn.images]
+    text = turn.text or ("(an image)" if turn.images else "")
+    blocks.append(TextBlock(text))
+    return Message("user", tuple(blocks))
+
+
+def _stored_user_text(turn: TurnInput) -> str:
+    if not turn.images:
+        return turn.text
+    note = f"[{len(turn.images)} image{'s' if len(turn.images) > 1 else ''} attached]"
+    return f"{turn.text}\n{note}".strip()
+
+
+def _as_data(name: str, output: str) -> str:
+    # Tool output is data: wrapped so it cannot pose as our own words (see prompt.DATA_RULE).
+    safe = output.replace("</tool_output>", "<\\/tool_output>")
+    return f'<tool_output tool="{name}">\n{safe}\n</tool_output>'
+
+
+async def _run_tool(runtime: Runtime, tools: dict[str, Tool], use: ToolUseBlock, context: ToolContext):
+    """Run one tool call, record it, and return its tool_result block."""
+    from lib.tools.record import record_tool_run
+
+    started = monotonic_ms()
+    tool = tools.get(use.name)
+    if tool is None:
+        result = ToolResult(f"There is no tool named {use.name!r}.", is_error=True)
+    else:
+        try:
+            args = msgspec.convert(use.input, tool.Input, strict=False)
+        except msgspec.ValidationError as exc:
+            result = ToolResult(f"Invalid input for {use.name}: {exc}", is_error=True)
+        else:
+            try:
+                result = await tool.execute(args, context)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("tool %s failed", use.name)
+                result = ToolResult(f"The tool failed: {type(exc).__name__}: {exc}", is_error=True)
+    duration = monotonic_ms() - started
+    await asyncio.to_thread(
+        lambda: record_tool_run(
+            runtime.db.conn(), context, tool_name=use.name, tool_input=use.input, result=result, duration_ms=duration
+        )
+    )
+    return ToolResultBlock(use.id, _as_data(use.name, result.output), is_error=result.is_error)
+
+
+async def run_turn(
+    runtime: Runtime, turn: TurnInput, sink: OutputSink, *, housekeeper: MemoryService | None = None
+) -> TurnResult:
+    """Answer one user message, streaming into `sink`; persists the exchange.
+
+    With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
+    after, off the reply path; without one (`ash chat`) they are computed here. Full-text search
+    finds the turn at once either way."""
+    from lib.agent.history import maybe_compact
+    from lib.agent.models import record, router_for
+    from lib.tools.registry import available_tools, tool_specs
+
+    settings = runtime.settings
+    prepared = await asyncio.to_thread(_prepare, runtime, turn)
+    if prepared is None:
+        await sink.finish(BUDGET_SPENT)
+        return TurnResult(BUDGET_SPENT, ok=False)
+    session = prepared.session
+    await sink.typing()
+
+    tools = available_tools(settings)
+    by_name = {tool.name: tool for tool in tools}
+    specs = tool_specs(tools)
+    context = ToolContext(
+        user_id=turn.user_id,
+        chat_id=turn.chat_id,
+        session_id=session.id,
+        provider=turn.provider,
+        is_owner=is_owner(settings, turn),
+        settings=settings,
+        db=runtime.db,
+        http=runtime.http,
+    )
+    messages = [*_history_messages(prepared.history), _user_message(turn)]
+    result = TurnResult(text="")
+    done: list[str] = []  # text of finished steps
+    current: list[str] = []  # text of the step being streamed
+
+    def shown() -> str:
+        return "\n\n".join(t for t in [*done, "".join(current)] if t)
+
+    async def on_text(delta: str) -> None:
+        current.append(delta)
+        await sink.update(shown())
+
+    async def on_restart() -> None:
+        # The attempt died mid-stream: take its text back before another attempt answers.
+        current.clear()
+        await sink.update(shown() or "…")
+
+    max_steps = settings.config.agent.max_steps
+    hit_limit = False
+    try:
+        async with router_for(runtime) as router:
+            for step in range(1, max_steps + 1):
+                if step > 1:
+                    await sink.typing()
+                response = await router.stream(
+                    system=prepared.system,
+                    messages=tuple(messages),
+                    tools=specs,
+                    on_text=on_text,
+                    on_restart=on_restart,
+                )
+                current.clear()
+                await record(runtime, response, user_id=turn.user_id, session_id=session.id, purpose="chat")
+                result.steps = step
+                result.input_tokens += response.usage.input_tokens
+                result.output_tokens += response.usage.output_tokens
+                if response.text.strip():
+                    done.append(response.text.strip())
+                uses = response.tool_uses
+                if not uses:
+                    break
+                if step == max_steps:
+                    hit_limit = True
+                    break
+                messages.append(Message("assistant", tuple(response.content)))
+                results = []
+                for use in uses:
+                    result.tool_calls.append(use.name)
+                    results.append(await _run_tool(runtime, by_name, use, context))
+                messages.append(Message("user", tuple(results)))
+    except Exception as exc:
+        if isinstance(exc, LLMError):  # the provider said why; no traceback needed
+            log.warning("turn for user %s failed: %s", turn.user_id, exc.message)
+        else:
+            log.exception("turn for user %s failed", turn.user_id)
+        text = user_message(exc)
+        await sink.fail(text)
+        return TurnResult(text, ok=False, steps=result.steps, tool_calls=result.tool_calls)
+
+    answer = "\n\n".join(done) or EMPTY_ANSWER
+    if hit_limit:
+        answer = f"{answer}\n\n{STEP_LIMIT.format(steps=max_steps)}"
+    result.text = answer
+    await sink.finish(answer)
+    await asyncio.to_thread(
+        lambda: memory_api.record_turn(
+            runtime.db.conn(),
+            settings,
+            session_id=session.id,
+            user_id=turn.user_id,
+            user_text=_stored_user_text(turn),
+            answer_text=answer,
+            update_id=turn.update_id,
+            embed=housekeeper is None,
+        )
+    )
+    if housekeeper is not None:
+        housekeeper.kick()
+    try:
+        await maybe_compact(runtime, session.id, turn.user_id)
+    except Exception:
+        # The answer is delivered and stored; compaction tries again after the next turn.
+        log.warning("compaction of session %s failed", session.id, exc_info=True)
+    return result

@@ -1,0 +1,264 @@
+"""A Bot API client over the process's one httpx.AsyncClient, with typed errors and one retry policy.
+
+Retries: 429 waits `retry_after` and tries again; 5xx, timeouts and network failures are
+retried with exponential backoff. 400/401/403 are not retried. Callers that want to handle
+flood control themselves (streaming edits) pass `retry_flood=False` and get RetryAfter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import msgspec
+
+from lib.errors import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from lib.telegram.types import (
+    ENCODER,
+    EditMessageText,
+    File,
+    InlineKeyboardMarkup,
+    SendMessage,
+    SentMessage,
+)
+
+log = logging.getLogger("ash.telegram")
+
+# Updates Ash asks Telegram to deliver (setWebhook allowed_updates).
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query", "my_chat_member"]
+# A flood wait longer than this is not slept through inside one call: the turn fails and is
+# retried later by the inbox (Telegram sometimes asks for hours).
+MAX_FLOOD_WAIT = 60.0
+NOT_MODIFIED = "message is not modified"
+PARSE_ERROR = "can't parse entities"
+
+_ENVELOPE = msgspec.json.Decoder(dict)
+_TOKEN_IN_URL = re.compile(r"/(file/)?bot\d+:[A-Za-z0-9_-]+/")
+
+
+class _RedactToken(logging.Filter):
+    """httpx logs every request URL at INFO, and Bot API URLs carry the token: hide it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and any(isinstance(a, httpx.URL | str) for a in record.args):
+            record.args = tuple(
+                _TOKEN_IN_URL.sub(r"/\1bot<token>/", str(a)) if isinstance(a, httpx.URL | str) else a
+                for a in record.args
+            )
+        return True
+
+
+_REDACT = _RedactToken()
+
+
+def _error(status: int, body: dict) -> TelegramError:
+    """The typed error for a Bot API error response."""
+    code = body.get("error_code", status)
+    description = str(body.get("description") or f"HTTP {status}")
+    parameters = body.get("parameters") or {}
+    if code == 429:
+        return RetryAfter(description, float(parameters.get("retry_after", 1)))
+    if code == 403:
+        return Forbidden(description, error_code=403)
+    if "migrate_to_chat_id" in parameters:
+        return ChatMigrated(description, int(parameters["migrate_to_chat_id"]))
+    if code in (401, 404):
+        return InvalidToken(description, error_code=code)
+    if code >= 500:
+        return NetworkError(description, error_code=code)
+    return BadRequest(description, error_code=code)
+
+
+class TelegramClient:
+    """Bot API methods Ash uses; `http_client` is the process's shared client."""
+
+    def __init__(
+        self,
+        http_client: httpx.AsyncClient,
+        token: str,
+        base_url: str = "https://api.telegram.org",
+        *,
+        retries: int = 3,
+        backoff: float = 0.5,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ):
+        if not token:
+            raise InvalidToken("TELEGRAM_BOT_TOKEN is not set")
+        self.http = http_client
+        if _REDACT not in logging.getLogger("httpx").filters:
+            logging.getLogger("httpx").addFilter(_REDACT)
+        self.base = base_url.rstrip("/")
+        self._token = token
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"TelegramClient({self.base})"
+
+    async def _once(self, method: str, body: bytes, timeout: float | None) -> Any:
+        url = f"{self.base}/bot{self._token}/{method}"
+        try:
+            response = await self.http.post(
+                url,
+                content=body,
+                headers={"content-type": "application/json"},
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.TimeoutException as exc:
+            raise TimedOut(f"{method}: timed out") from exc
+        except httpx.TransportError as exc:
+            raise NetworkError(f"{method}: {type(exc).__name__}") from exc
+        try:
+            payload = _ENVELOPE.decode(response.content)
+        except msgspec.DecodeError:
+            payload = {}
+        if response.status_code == 200 and payload.get("ok"):
+            return payload.get("result")
+        raise _error(response.status_code, payload)
+
+    async def call(self, method: str, params: Any = None, *, retry_flood: bool = True, timeout: float | None = None):
+        """Call a Bot API method and return its `result`; raises a TelegramError subclass."""
+        body = ENCODER.encode(params if params is not None else {})
+        attempt = 0
+        while True:
+            try:
+                return await self._once(method, body, timeout)
+            except RetryAfter as exc:
+                if not retry_flood or exc.retry_after > MAX_FLOOD_WAIT or attempt >= self.retries:
+                    raise
+                log.warning("telegram %s: flood control, waiting %.0f s", method, exc.retry_after)
+                await self.sleep(exc.retry_after)
+            except (NetworkError, TimedOut) as exc:
+                if attempt >= self.retries:
+                    raise
+                log.warning("telegram %s: %s, retrying", method, exc.message)
+                await self.sleep(self.backoff * 2**attempt)
+            attempt += 1
+
+    async def get_me(self) -> dict:
+        """The bot's own User object."""
+        return await self.call("getMe")
+
+    async def send_message(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        parse_mode: str | None = None,
+        reply_markup: InlineKeyboardMarkup | None = None,
+        message_thread_id: int | None = None,
+        retry_flood: bool = True,
+    ) -> SentMessage:
+        """Send a text message; returns its id."""
+        params = SendMessage(
+            chat_id=chat_id,
+            text=text,
+            parse_mode=parse_mode,
+            reply_markup=reply_markup,
+            message_thread_id=message_thread_id,
+            link_preview_options={"is_disabled": True},
+        )
+        result = await self.call("sendMessage", params, retry_flood=retry_flood)
+        return msgspec.convert(result, SentMessage)
+
+    async def edit_message_text(
+        self,
+        chat_id: int | str,
+        message_id: int,
+        text: str,
+        *,
+        parse_mode: str | None = None,
+        reply_markup: InlineKeyboardMarkup | None = None,
+        retry_flood: bool = True,
+    ) -> None:
+        """Replace a message's text; "message is not modified" is not an error."""
+        params = EditMessageText(
+            chat_id=chat_id,
+            message_id=message_id,
+            text=text,
+            parse_mode=parse_mode,
+            reply_markup=reply_markup,
+            link_preview_options={"is_disabled": True},
+        )
+        try:
+            await self.call("editMessageText", params, retry_flood=retry_flood)
+        except BadRequest as exc:
+            if NOT_MODIFIED not in exc.message:
+                raise
+
+    async def send_chat_action(self, chat_id: int | str, action: str = "typing") -> None:
+        """Show "typing..." for about five seconds; failures only cost the indicator."""
+        await self.call("sendChatAction", {"chat_id": chat_id, "action": action}, retry_flood=False)
+
+    async def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
+        """Stop the button's spinner, optionally with a short notice."""
+        params: dict[str, Any] = {"callback_query_id": callback_query_id}
+        if text:
+            params["text"] = text
+        await self.call("answerCallbackQuery", params)
+
+    async def get_file(self, file_id: str) -> File:
+        """File metadata, including the path to download it from."""
+        return msgspec.convert(await self.call("getFile", {"file_id": file_id}), File)
+
+    async def download(self, file_path: str, max_bytes: int) -> bytes:
+        """Download a file by its getFile path, refusing anything over `max_bytes`."""
+        url = f"{self.base}/file/bot{self._token}/{file_path}"
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with self.http.stream("GET", url) as response:
+                if response.status_code != 200:
+                    raise NetworkError(f"file download: HTTP {response.status_code}", error_code=response.status_code)
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise BadRequest(f"file larger than {max_bytes} bytes")
+                    chunks.append(chunk)
+        except httpx.TimeoutException as exc:
+            raise TimedOut("file download timed out") from exc
+        except httpx.TransportError as exc:
+            raise NetworkError(f"file download: {type(exc).__name__}") from exc
+        return b"".join(chunks)
+
+    async def set_webhook(
+        self,
+        url: str,
+        secret_token: str,
+        *,
+        allowed_updates: list[str] | None = None,
+        drop_pending_updates: bool = False,
+        max_connections: int | None = None,
+    ) -> bool:
+        """Register the webhook URL with its secret and the update types Ash handles."""
+        params: dict[str, Any] = {
+            "url": url,
+            "secret_token": secret_token,
+            "allowed_updates": allowed_updates if allowed_updates is not None else ALLOWED_UPDATES,
+            "drop_pending_updates": drop_pending_updates,
+        }
+        if max_connections:
+            params["max_connections"] = max_connections
+        return bool(await self.call("setWebhook", params))
+
+    async def delete_webhook(self, *, drop_pending_updates: bool = False) -> bool:
+        """Remove the webhook."""
+        return bool(await self.call("deleteWebhook", {"drop_pending_updates": drop_pending_updates}))
+
+    async def get_webhook_info(self) -> dict:
+        """The webhook Telegram has on record, with pending count and last error."""
+        return await self.call("getWebhookInfo")

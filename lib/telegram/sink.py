@@ -1,0 +1,210 @@
+"""The agent's OutputSink for Telegram: a typing action, then one message edited as the answer grows.
+
+Edits are paced (telegram.stream_edit_interval in private chats, group_stream_edit_interval in
+groups) and slow down after a 429. The final text always lands. Each time a message is sent,
+the ids of all the answer's messages are handed to `on_new_message` (which stores them in the
+inbox) before streaming goes on, so a resumed turn edits those messages instead of sending
+more. Answers longer than one message continue in further messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from lib.errors import BadRequest, ChatMigrated, RetryAfter
+from lib.telegram.client import PARSE_ERROR, TelegramClient
+from lib.telegram.format import plain, render
+from lib.telegram.types import InlineKeyboardMarkup
+
+log = logging.getLogger("ash.telegram")
+
+# Streaming edits show a cursor so the user sees the answer is still coming.
+CURSOR = " …"
+# How long a message waits for a typing action still in flight (then the action is dropped).
+TYPING_GRACE = 0.5
+
+
+@dataclass
+class _Part:
+    message_id: int
+    shown: str  # the HTML (or plain text) last sent
+    plain_only: bool = False
+
+
+@dataclass
+class TelegramSink:
+    """Streams one answer into one chat."""
+
+    client: TelegramClient
+    chat_id: int | str
+    interval: float = 1.0
+    # A resumed turn passes the messages it had sent; they are edited instead of sending anew.
+    resume_message_ids: list[int] = field(default_factory=list)
+    on_new_message: Callable[[list[int]], Awaitable[None]] | None = None
+    on_migrated: Callable[[int], Awaitable[None]] | None = None
+    message_thread_id: int | None = None
+    # Buttons shown under the last message of the final answer (a command's reply).
+    reply_markup: InlineKeyboardMarkup | None = None
+    clock: Callable[[], float] = time.monotonic
+    parts: list[_Part] = field(default_factory=list)
+    _next_edit: float = 0.0
+    _finished: bool = False
+    _typing: asyncio.Task | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for message_id in self.resume_message_ids:
+            # The old content is unknown; the first sync overwrites it.
+            self.parts.append(_Part(message_id, "\0"))
+
+    @property
+    def finished(self) -> bool:
+        """True once finish() or fail() ran."""
+        return self._finished
+
+    @property
+    def message_ids(self) -> list[int]:
+        """Ids of the messages this answer occupies, in order."""
+        return [p.message_id for p in self.parts]
+
+    async def typing(self) -> None:
+        """Show "typing…" without waiting for Telegram: the action goes out in the background, so
+        neither its round trip nor its retries (429, 5xx) hold up the turn."""
+        if self._typing is None or self._typing.done():
+            self._typing = asyncio.create_task(self._send_typing(), name=f"ash-typing-{self.chat_id}")
+
+    async def _send_typing(self) -> None:
+        try:
+            await self.client.send_chat_action(self.chat_id, "typing")
+        except Exception as exc:  # only the indicator is lost
+            log.debug("typing action failed: %s", exc)
+
+    async def _settle_typing(self) -> None:
+        """Before a message goes out: an action landing after it would leave "typing…" under the
+        answer for five seconds. It is given TYPING_GRACE to land, then dropped."""
+        task, self._typing = self._typing, None
+        if task is None or task.done():
+            return
+        await asyncio.wait({task}, timeout=TYPING_GRACE)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def update(self, text: str) -> None:
+        """Show the answer so far, at most once per interval; skipped edits are caught up later."""
+        if self._finished or not text.strip() or self.clock() < self._next_edit:
+            return
+        try:
+            await self._sync(render(text + CURSOR), final=False)
+        except RetryAfter as exc:
+            # Flood control: wait it out and edit less often from now on.
+            self.interval *= 2
+            self._next_edit = self.clock() + max(exc.retry_after, self.interval)
+            log.warning("telegram 429 while streaming: next edit in %.0f s", exc.retry_after)
+            return
+        self._next_edit = self.clock() + self.interval
+
+    async def finish(self, text: str) -> None:
+        """Show the final answer: retried through flood control until it lands."""
+        self._finished = True
+        await self._sync(render(text) or ["…"], final=True)
+
+    async def fail(self, text: str) -> None:
+        """Replace what was shown with a short error message."""
+        self._finished = True
+        await self._sync(render(text), final=True)
+
+    async def _sync(self, rendered: list[str], *, final: bool) -> None:
+        await self._settle_typing()
+        for index, html_text in enumerate(rendered):
+            markup = self.reply_markup if final and index == len(rendered) - 1 else None
+            if index < len(self.parts):
+                part = self.parts[index]
+                if part.shown != html_text or markup is not None:
+                    await self._edit(part, html_text, reply_markup=markup, retry_flood=final)
+            else:
+                sent = await self._send(html_text, reply_markup=markup, retry_flood=final)
+                self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
+                if self.on_new_message is not None:
+                    await self.on_new_message(self.message_ids)
+        if final:
+            # A re-split may leave fewer parts; blank the extra ones rather than leave stale text.
+            for part in self.parts[len(rendered) :]:
+                if part.shown != "·":
+                    await self._edit(part, "·", retry_flood=True)
+
+    async def _send(self, html_text: str, *, reply_markup=None, retry_flood: bool):
+        try:
+            sent = await self._with_migration(
+                lambda chat: self.client.send_message(
+                    chat,
+                    html_text,
+                    parse_mode="HTML",
+                    reply_markup=reply_markup,
+                    message_thread_id=self.message_thread_id,
+                    retry_flood=retry_flood,
+                )
+            )
+            return _Sent(sent.message_id, False)
+        except BadRequest as exc:
+            if PARSE_ERROR not in exc.message:
+                raise
+            log.warning("telegram could not parse our HTML (%s); sending plain text", exc.message)
+        sent = await self._with_migration(
+            lambda chat: self.client.send_message(
+                chat,
+                plain(html_text),
+                reply_markup=reply_markup,
+                message_thread_id=self.message_thread_id,
+                retry_flood=retry_flood,
+            )
+        )
+        return _Sent(sent.message_id, True)
+
+    async def _edit(self, part: _Part, html_text: str, *, reply_markup=None, retry_flood: bool) -> None:
+        if not part.plain_only:
+            try:
+                await self._with_migration(
+                    lambda chat: self.client.edit_message_text(
+                        chat,
+                        part.message_id,
+                        html_text,
+                        parse_mode="HTML",
+                        reply_markup=reply_markup,
+                        retry_flood=retry_flood,
+                    )
+                )
+                part.shown = html_text
+                return
+            except BadRequest as exc:
+                if PARSE_ERROR not in exc.message:
+                    raise
+                log.warning("telegram could not parse our HTML (%s); editing as plain text", exc.message)
+                part.plain_only = True
+        await self._with_migration(
+            lambda chat: self.client.edit_message_text(
+                chat, part.message_id, plain(html_text), reply_markup=reply_markup, retry_flood=retry_flood
+            )
+        )
+        part.shown = html_text
+
+    async def _with_migration(self, call):
+        try:
+            return await call(self.chat_id)
+        except ChatMigrated as exc:
+            log.info("chat %s moved to %s", self.chat_id, exc.new_chat_id)
+            self.chat_id = exc.new_chat_id
+            if self.on_migrated is not None:
+                await self.on_migrated(exc.new_chat_id)
+            return await call(self.chat_id)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    message_id: int
+    plain_only: bool

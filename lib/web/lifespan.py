@@ -1,0 +1,69 @@
+"""The server's start-up and shutdown: build the runtime, wire the services, close them.
+
+This is the one place that knows how the parts fit together: the inbox worker is handed the
+Telegram update handler, which is handed the agent's turn, which is handed the memory service
+to tell about new turns; the memory service is handed the function that asks a model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+
+from lib.config import load_settings
+from lib.db import Database
+from lib.redact import install as install_redaction
+from lib.runtime import Runtime
+from lib.web.state import Services
+
+log = logging.getLogger("ash")
+
+
+async def start_services(runtime: Runtime, services: Services) -> None:
+    """Start every background service, in the order they depend on each other."""
+    # Imported here: the agent and the model SDKs load on first use, not at cold start.
+    from lib.agent.models import complete_text
+    from lib.agent.turn import run_turn
+    from lib.inbox.writer import InboxWriter
+    from lib.memory.service import MemoryService
+    from lib.telegram.updates import telegram_worker
+
+    services.writer = InboxWriter(runtime.settings.database_path, runtime.settings.bot_id)
+    await services.writer.start()
+    services.memory = MemoryService(runtime.db, runtime.settings, complete=functools.partial(complete_text, runtime))
+    runner = functools.partial(run_turn, runtime, housekeeper=services.memory)
+    services.processor = telegram_worker(runtime, runner=runner)
+    await services.processor.start()
+    await services.memory.start()
+
+
+async def stop_services(services: Services) -> None:
+    """Stop in reverse: turns and housekeeping first, the webhook's writer last."""
+    for service in (services.memory, services.processor, services.writer):
+        if service is not None:
+            await service.stop()
+
+
+@asynccontextmanager
+async def lifespan(app: Litestar) -> AsyncIterator[None]:
+    """Open shared resources at start-up and close them at shutdown."""
+    settings = load_settings()
+    install_redaction(settings.secrets)
+    runtime = Runtime(settings=settings, db=Database(settings.database_path))
+    services = Services()
+    app.state.runtime = runtime
+    app.state.services = services
+    if not settings.secrets.telegram_webhook_secret:
+        log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
+    try:
+        await start_services(runtime, services)
+        yield
+    finally:
+        await stop_services(services)
+        await runtime.close_llm_providers()
+        await runtime.close_http()
+        runtime.db.close()

@@ -1,0 +1,32 @@
+"""What the lifespan keeps on the Litestar app, and typed accessors for handlers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from litestar import Litestar
+
+from lib.inbox.worker import InboxWorker
+from lib.inbox.writer import InboxWriter
+from lib.memory.service import MemoryService
+from lib.runtime import Runtime
+
+
+@dataclass
+class Services:
+    """The background services one server process runs; each is None until started."""
+
+    writer: InboxWriter | None = None
+    processor: InboxWorker | None = None
+    memory: MemoryService | None = None
+
+
+def get_runtime(app: Litestar) -> Runtime:
+    """The runtime the lifespan put on the app."""
+    return app.state.runtime
+
+
+def get_services(app: Litestar) -> Services:
+    """The services the lifespan started (empty ones under a test client without a lifespan)."""
+    services = app.state.get("services")
+    return services if services is not None else Services()

@@ -1,0 +1,104 @@
+"""Configuration: defaults, the file, the environment, and errors that name the key."""
+
+from pathlib import Path
+
+import pytest
+
+from lib.config import load_settings, parse_config
+from lib.errors import ConfigError
+from tests.support.paths import REPO
+
+
+def write_config(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+
+
+def test_defaults_without_a_file(ash_home):
+    settings = load_settings()
+    assert not settings.config_file_found
+    assert settings.database_path == ash_home / "ash.db"
+    assert settings.config.server.port == 8080
+    assert settings.config.default_llm.provider == "anthropic"
+    assert settings.config.fallback_llm.provider == "openai"
+    assert settings.config.embeddings.provider == "local"
+    assert settings.config.sandbox.network_disabled is True
+    assert settings.workspace.joinpath("SOUL.md").is_file()
+
+
+def test_ash_home_defaults_to_data_under_the_working_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("ASH_HOME")
+    monkeypatch.chdir(tmp_path)
+    assert load_settings().database_path == tmp_path / "data" / "ash.db"
+
+
+def test_example_config_is_valid_and_documents_every_section():
+    text = (REPO / "config.example.toml").read_text()
+    config = parse_config(text, Path("config.example.toml"))
+    for section in ("server", "telegram", "default_llm", "fallback_llm", "memory", "embeddings", "sandbox"):
+        assert f"[{section}]" in text
+    assert "[brave_search]" in text
+    assert config.memory.recency_window == 10
+
+
+def test_file_values_and_environment_overrides(ash_home, monkeypatch):
+    write_config(
+        ash_home,
+        'owner = 42\ntimezone = "Europe/Berlin"\n[server]\nport = 9000\n[memory]\ndatabase_path = "$ASH_HOME/x.db"\n',
+    )
+    monkeypatch.setenv("PORT", "9100")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi")
+    settings = load_settings()
+    assert settings.config.owner == 42
+    assert settings.config.server.port == 9100
+    assert settings.database_path == ash_home / "x.db"
+    assert settings.bot_id == 123456
+    assert "ABCDEF" not in repr(settings.secrets)
+
+
+def test_user_prices_extend_the_defaults(ash_home):
+    write_config(ash_home, '[prices."my-model"]\ninput = 1.0\noutput = 2.0\n')
+    prices = load_settings().config.prices
+    assert prices["my-model"].output == 2.0
+    assert "claude-sonnet-4-6" in prices
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[server]\nport = 'eighty'\n", "`server.port`: expected `int`, got `str`"),
+        ("[server]\nport = 70000\n", "`server.port`: expected a port between 1 and 65535"),
+        ('timezone = "Mars/Olympus"\n', "`timezone`: expected an IANA time zone name"),
+        ("[memroy]\nrecency_window = 3\n", "unknown key `memroy`"),
+        ("[sandbox]\ntimout = 3\n", "unknown key `sandbox.timout`"),
+        ('[default_llm]\nprovider = "gemini"\n', "`default_llm.provider`: expected one of"),
+        ("[memory]\nextraction_confidence_threshold = 2.0\n", "from 0 to 1"),
+        ("owner = \n", "not valid TOML"),
+    ],
+)
+def test_invalid_values_name_the_key_and_what_is_expected(ash_home, text, expected):
+    write_config(ash_home, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert expected in str(caught.value)
+    assert str(ash_home / "config.toml") in str(caught.value)
+
+
+def test_bad_port_in_environment(monkeypatch, ash_home):
+    monkeypatch.setenv("PORT", "http")
+    with pytest.raises(ConfigError, match="PORT: expected a port number"):
+        load_settings()
+
+
+def test_missing_explicit_config_file_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASH_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings()
+
+
+def test_endpoint_overrides_must_be_origins(monkeypatch, ash_home):
+    monkeypatch.setenv("TELEGRAM_API_BASE", "http://127.0.0.1:9999/")
+    assert load_settings().secrets.telegram_api_base == "http://127.0.0.1:9999"
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434")
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+        load_settings()

@@ -1,0 +1,50 @@
+"""fly.toml, the Containerfile and the app agree (neither image can be built here: no registry)."""
+
+import re
+import tomllib
+
+from app import app
+from tests.support.paths import REPO
+
+FLY = tomllib.loads((REPO / "fly.toml").read_text())
+CONTAINERFILE = (REPO / "Containerfile").read_text()
+
+
+def containerfile_value(pattern: str) -> str:
+    match = re.search(pattern, CONTAINERFILE, re.MULTILINE)
+    assert match, pattern
+    return match.group(1)
+
+
+def test_port_agrees_everywhere():
+    port = FLY["http_service"]["internal_port"]
+    assert FLY["env"]["PORT"] == str(port)
+    assert containerfile_value(r"^EXPOSE (\d+)") == str(port)
+    assert containerfile_value(r"PORT=(\d+)") == str(port)
+
+
+def test_health_check_path_is_a_route_of_the_app():
+    paths = {check["path"] for check in FLY["http_service"]["checks"]}
+    assert paths == {"/healthz"}
+    assert "/healthz" in app.route_handler_method_map
+
+
+def test_volume_mount_is_ash_home():
+    destination = FLY["mounts"]["destination"]
+    assert FLY["env"]["ASH_HOME"] == destination
+    assert containerfile_value(r"ASH_HOME=(\S+)") == destination
+    assert containerfile_value(r"^VOLUME (\S+)") == destination
+
+
+def test_no_release_command_and_one_machine_kept_running():
+    assert "release_command" not in FLY.get("deploy", {})
+    assert FLY["http_service"]["min_machines_running"] == 1
+    assert FLY["kill_signal"] == "SIGTERM"
+
+
+def test_container_runs_ash_serve_as_non_root_on_all_interfaces():
+    assert 'CMD ["ash", "serve", "--host", "0.0.0.0"]' in CONTAINERFILE
+    assert re.search(r"^USER (?!root)\w+", CONTAINERFILE, re.MULTILINE)
+    assert CONTAINERFILE.count("FROM python:3.12-slim") == 2, "multi-stage, slim Python 3.12"
+    for path in ("app.py", "migrate.py", "lib", "handlers", "workspace"):
+        assert path in CONTAINERFILE

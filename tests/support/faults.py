@@ -1,0 +1,471 @@
+"""Real-process helpers for fault and security tests: a stub upstream (Bot API, Anthropic, OpenAI)
+served over loopback, and `ash serve` run as a real granian process pointed at it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.paths import FIXTURES, REPO
+
+ASH = REPO / ".venv" / "bin" / "ash"
+
+TOKEN = "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+SECRET = "s3cret-token_for-tests-0123456789"
+OWNER = 408258968
+NOT_FOUND = "Bad Request: message to edit not found"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def telegram_fixture(name: str) -> Any:
+    """A recorded Telegram payload from tests/fixtures/telegram."""
+    return json.loads((FIXTURES / "telegram" / name).read_text(encoding="utf-8"))
+
+
+def private_text(update_id: int, text: str, user_id: int = OWNER) -> dict:
+    """The recorded private text update with another id, text and sender."""
+    update = copy.deepcopy(telegram_fixture("update_message_private_text_2.json"))
+    update["update_id"] = update_id
+    message = update["message"]
+    message["message_id"] = update_id % 100000
+    message["text"] = text
+    message["from"]["id"] = message["chat"]["id"] = user_id
+    message["from"]["username"] = message["chat"]["username"] = f"user{user_id}"
+    return update
+
+
+def _last_user_text(body: dict) -> str:
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        texts = [block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""
+
+
+def anthropic_sse(text: str, pieces: int = 3) -> list[bytes]:
+    """A Messages API event stream answering `text`, in the recorded stream_text.sse's shape."""
+    events: list[tuple[str, dict]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stub",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "claude-sonnet-4-6",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 11, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+    ]
+    step = max(1, len(text) // pieces + 1)
+    for start in range(0, len(text), step):
+        delta = {"type": "text_delta", "text": text[start : start + step]}
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 6},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
+
+
+def anthropic_tool_use(name: str, tool_input: dict, tool_id: str = "toolu_stub_1") -> bytes:
+    """A Messages API event stream in which the model calls one tool."""
+    block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+    delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
+    events = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stub_tool",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "claude-sonnet-4-6",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 11, "output_tokens": 1},
+                },
+            },
+        ),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+
+def anthropic_message(text: str) -> dict:
+    """A non-streamed Messages API answer, the recorded messages_text.json with other text."""
+    message = json.loads((FIXTURES / "anthropic" / "messages_text.json").read_text(encoding="utf-8"))
+    message["content"] = [{"type": "text", "text": text}]
+    return message
+
+
+def openai_sse(text: str) -> bytes:
+    """A Chat Completions event stream answering `text`, in the recorded chunks' shape."""
+    base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1782955818, "model": "gpt-4o"}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {**base, "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17}},
+    ]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+@dataclass
+class Failure:
+    """One canned error response served instead of the normal one."""
+
+    status: int
+    body: dict
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Upstream:
+    """A loopback stand-in for the Bot API, Anthropic and OpenAI, recording everything it was sent.
+
+    `fail[key]` queues Failures served before normal answers: keys are Bot API method names,
+    "anthropic" and "openai". `hold_anthropic` (an Event) makes the Anthropic stream send its
+    first piece and then wait for the event before the rest, which pins a turn mid-stream.
+    """
+
+    def __init__(self, reply: Callable[[str], str] | None = None):
+        self.reply = reply or (lambda text: f"Echo: {text}")
+        self.lock = threading.Lock()
+        self.calls: list[tuple[str, dict, dict]] = []  # (key, json body, headers)
+        self.messages: dict[int, dict] = {}
+        self.fail: dict[str, list[Failure]] = {}
+        self.hold_anthropic: threading.Event | None = None
+        # Event streams served (in order) before the echo answers: e.g. a tool call.
+        self.anthropic_script: list[bytes] = []
+        self.next_id = 7000
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Upstream:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.hold_anthropic is not None:
+            self.hold_anthropic.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- what tests read --------------------------------------------------------------------
+    def count(self, key: str) -> int:
+        with self.lock:
+            return sum(1 for k, _, _ in self.calls if k == key)
+
+    def sent_to(self, chat_id: int | str) -> list[dict]:
+        """Messages the bot created in a chat, in order, with their latest text."""
+        with self.lock:
+            return [copy.deepcopy(m) for _, m in sorted(self.messages.items()) if str(m["chat_id"]) == str(chat_id)]
+
+    def texts_to(self, chat_id: int | str) -> list[str]:
+        return [m["text"] for m in self.sent_to(chat_id)]
+
+    # -- serving ----------------------------------------------------------------------------
+    def _take_failure(self, key: str) -> Failure | None:
+        with self.lock:
+            queued = self.fail.get(key)
+            return queued.pop(0) if queued else None
+
+    def _telegram(self, method: str, body: dict) -> tuple[int, dict]:
+        with self.lock:
+            if method == "getMe":
+                return 200, telegram_fixture("getMe_ok.json")
+            if method == "sendMessage":
+                self.next_id += 1
+                self.messages[self.next_id] = {"chat_id": body["chat_id"], "text": body["text"], "edits": 0}
+                sent = copy.deepcopy(telegram_fixture("sendMessage_ok.json"))
+                sent["result"].update(message_id=self.next_id, text=body["text"])
+                sent["result"]["chat"]["id"] = body["chat_id"]
+                return 200, sent
+            if method == "editMessageText":
+                message = self.messages.get(body.get("message_id"))
+                if message is None:
+                    return 400, {
+                        "ok": False,
+                        "error_code": 400,
+                        "description": "Bad Request: message to edit not found",
+                    }
+                if message["text"] == body["text"]:
+                    return 400, telegram_fixture("error_400_message_not_modified_ASSEMBLED.json")
+                message.update(text=body["text"], edits=message["edits"] + 1)
+                return 200, telegram_fixture("editMessageText_ok.json")
+        return 200, {"ok": True, "result": True}
+
+    def _handler_class(self):
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep pytest output clean
+                return
+
+            def _reply(self, status: int, payload: dict | bytes, headers: dict[str, str] | None = None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                content_type = "text/event-stream" if isinstance(payload, bytes) else "application/json"
+                self.send_header("content-type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._reply(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                path = self.path.split("?", 1)[0]
+                if path.startswith("/bot"):
+                    key = path.rsplit("/", 1)[1]
+                elif path.endswith("/messages"):
+                    key = "anthropic"
+                elif path.endswith("/chat/completions"):
+                    key = "openai"
+                else:
+                    self._reply(404, {"error": "unknown path"})
+                    return
+                with upstream.lock:
+                    upstream.calls.append((key, body, dict(self.headers)))
+                failure = upstream._take_failure(key)
+                if failure is not None:
+                    self._reply(failure.status, failure.body, failure.headers)
+                    return
+                try:
+                    if key == "anthropic":
+                        self._anthropic(body)
+                    elif key == "openai":
+                        self._reply(200, openai_sse(upstream.reply(_last_user_text(body))))
+                    else:
+                        self._reply(*upstream._telegram(key, body))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the server under test was killed mid-response
+
+            def _anthropic(self, body: dict) -> None:
+                with upstream.lock:
+                    scripted = upstream.anthropic_script.pop(0) if upstream.anthropic_script else None
+                if scripted is not None:
+                    self._reply(200, scripted)
+                    return
+                text = upstream.reply(_last_user_text(body))
+                if not body.get("stream"):
+                    self._reply(200, anthropic_message(text))
+                    return
+                pieces = anthropic_sse(text)
+                hold = upstream.hold_anthropic
+                if hold is None:
+                    self._reply(200, b"".join(pieces))
+                    return
+                # Stream without a length: the first text piece now, the rest once released.
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                first = next(i for i, p in enumerate(pieces) if b"text_delta" in p)
+                self.wfile.write(b"".join(pieces[: first + 1]))
+                self.wfile.flush()
+                hold.wait(60)
+                self.wfile.write(b"".join(pieces[first + 1 :]))
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
+
+
+CONFIG = """
+owner = {owner}
+
+[server]
+tick_interval = 1.0
+
+[telegram]
+allowed_users = {allowed}
+stream_edit_interval = 0.2
+lease_seconds = 30.0
+
+[memory]
+extraction_enabled = false
+
+[embeddings]
+provider = "none"
+
+[agent]
+llm_retries = 2
+"""
+
+
+def write_config(home: Path, allowed: list[int] | None = None, extra: str = "") -> Path:
+    """A config.toml for tests: fast ticks, no embeddings model, no background extraction."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.toml"
+    path.write_text(CONFIG.format(owner=OWNER, allowed=json.dumps(allowed or [])) + extra, encoding="utf-8")
+    return path
+
+
+def server_env(home: Path, upstream: Upstream | None, **overrides: str) -> dict[str, str]:
+    """The environment of an `ash serve` process under test (secrets are the test's values)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASH_", "TELEGRAM_", "ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        ASH_HOME=str(home),
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_WEBHOOK_SECRET=SECRET,
+        ANTHROPIC_API_KEY="sk-ant-test-key",
+        ASH_ADMIN_TOKEN="admin-token-for-tests",
+    )
+    if upstream is not None:
+        env.update(
+            TELEGRAM_API_BASE=upstream.origin,
+            ANTHROPIC_BASE_URL=upstream.origin,
+            OPENAI_BASE_URL=upstream.origin + "/v1",
+        )
+    env.update(overrides)
+    return env
+
+
+class AshServer:
+    """`ash serve` as a real process on a free port, its output captured in a file."""
+
+    def __init__(self, home: Path, env: dict[str, str], name: str = "ash", verbose: bool = False):
+        self.verbose = verbose
+        self.home = home
+        self.env = env
+        self.port = free_port()
+        self.log_path = home.parent / f"{name}-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30.0)
+
+    def start(self, wait: bool = True) -> AshServer:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [str(ASH), *(["-v"] if self.verbose else []), "serve", "--port", str(self.port)],
+            env=self.env,
+            cwd=self.home,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        def healthy() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"ash serve exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                return self.http.get("/healthz").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_until(healthy, timeout, "ash serve to answer /healthz")
+
+    def post_update(self, update: dict | bytes, secret: str | None = SECRET, **headers: str) -> httpx.Response:
+        """POST one update to the webhook with the secret header (None sends none)."""
+        content = update if isinstance(update, bytes) else json.dumps(update).encode()
+        sent = {"content-type": "application/json", **headers}
+        if secret is not None:
+            sent["x-telegram-bot-api-secret-token"] = secret
+        return self.http.post("/telegram/webhook", content=content, headers=sent)
+
+    def output(self) -> str:
+        """Everything the process wrote to stdout and stderr so far."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs (a crash, an OOM kill, a pulled plug)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM, as a container stop sends; SIGKILL after 15 s."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.http.close()
