@@ -9,7 +9,9 @@ Telegram's processor and `ash chat` both call `run_turn`.
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
+import re
 from dataclasses import dataclass
 
 import msgspec
@@ -102,10 +104,16 @@ def _stored_user_text(turn: TurnInput) -> str:
     return f"{turn.text}\n{note}".strip()
 
 
+# Any opening or closing tool_output tag however it is spelled: any case, spaces or a newline
+# inside, attributes. Tool output is untrusted (a web page, a file, another program's words).
+_FRAME_TAG = re.compile(r"<\s*/?\s*tool_output\b[^>]*>", re.IGNORECASE)
+
+
 def _as_data(name: str, output: str) -> str:
-    # Tool output is data: wrapped so it cannot pose as our own words (see prompt.DATA_RULE).
-    safe = output.replace("</tool_output>", "<\\/tool_output>")
-    return f'<tool_output tool="{name}">\n{safe}\n</tool_output>'
+    """Tool output wrapped as data (see prompt.DATA_RULE): no tag inside it can end the frame early
+    or open a new one, so nothing it says can pose as Ash's own words."""
+    safe = _FRAME_TAG.sub(lambda tag: "&lt;" + tag.group(0)[1:], output)
+    return f'<tool_output tool="{html.escape(name)}">\n{safe}\n</tool_output>'
 
 
 async def _run_tool(runtime: Runtime, tools: dict[str, Tool], use: ToolUseBlock, context: ToolContext):

@@ -11,23 +11,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
-import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from lib.agent.contract import Image, TurnInput, TurnResult
+from lib.agent.contract import TurnInput, TurnResult
 from lib.errors import Forbidden, InvalidToken, TelegramError
 from lib.inbox import queue as inbox
-from lib.inbox.worker import InboxWorker, Permanent, Released
+from lib.inbox.worker import InboxWorker, Permanent
 from lib.memory import store
 from lib.runtime import Runtime
 from lib.telegram import access
+from lib.telegram.addressing import addressed_in_group
 from lib.telegram.client import TelegramClient
 from lib.telegram.commands import COMMANDS, Reply, parse_command, run_callback, run_command
+from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import UPDATE_DECODER, Message, Update, User
 
@@ -35,9 +34,6 @@ log = logging.getLogger("ash.processor")
 
 # The agent's turn, handed in by whoever wires the server (lib/web/lifespan.py): (turn, sink) -> result.
 Runner = Callable[[TurnInput, TelegramSink], Awaitable[TurnResult]]
-
-# Seconds an album's first photo waits for its siblings (Telegram sends them as separate updates).
-ALBUM_WAIT = 1.5
 
 DENIED = (
     "Sorry, I only talk to people my owner has allowed. Your Telegram id is {user_id}; "
@@ -54,41 +50,8 @@ UNSUPPORTED = {
 }
 
 
-def _utf16_slice(text: str, offset: int, length: int) -> str:
-    # Entity offsets count UTF-16 code units (https://core.telegram.org/api/entities).
-    data = text.encode("utf-16-le")
-    return data[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="ignore")
-
-
-def addressed_in_group(message: Message, text: str, me: dict) -> tuple[bool, str]:
-    """(whether the bot was mentioned or replied to, the text without the mention)."""
-    username = (me.get("username") or "").lower()
-    bot_id = me.get("id")
-    hit = False
-    for entity in message.entities or message.caption_entities:
-        piece = _utf16_slice(text, entity.offset, entity.length)
-        mentioned = entity.type == "mention" and bool(username) and piece.lower() == "@" + username
-        named = entity.type == "text_mention" and entity.user is not None and entity.user.id == bot_id
-        if mentioned or named:
-            hit = True
-        elif entity.type == "bot_command" and entity.offset == 0:
-            name, _, target = piece[1:].partition("@")
-            if (target and target.lower() == username) or (not target and name.lower() in COMMANDS):
-                hit = True
-    reply_to = message.reply_to_message
-    if reply_to is not None and reply_to.from_ is not None and bot_id is not None and reply_to.from_.id == bot_id:
-        hit = True
-    if username:
-        text = re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip()
-    return hit, text
-
-
 def _display_name(user: User) -> str:
     return " ".join(part for part in (user.first_name, user.last_name) if part)
-
-
-def _received(stamp: str) -> float:
-    return datetime.fromisoformat(stamp).timestamp()
 
 
 class TelegramUpdates:
@@ -236,11 +199,13 @@ class TelegramUpdates:
             if await self._db(access.should_tell_denied, chat.id):
                 await sink.finish(DENIED.format(user_id=user.id))
             return "done", "not allowed"
-        await self._db(store.touch_profile, str(user.id), user.username, _display_name(user) or None)
         command = parse_command(text, me.get("username"))
         if command is not None and command[0] in COMMANDS:
-            reply = await self._db(
-                lambda conn: run_command(
+
+            def command_reply(conn) -> Reply:
+                # A turn records who wrote (name, username) itself; a command does it here.
+                store.touch_profile(conn, str(user.id), user.username, _display_name(user) or None)
+                return run_command(
                     conn,
                     self.settings,
                     name=command[0],
@@ -248,7 +213,8 @@ class TelegramUpdates:
                     chat_id=str(chat.id),
                     stop_running=lambda: False,
                 )
-            )
+
+            reply = await self._db(command_reply)
             await self._reply(sink, reply)
             return "done", f"command /{command[0]}"
         for kind, notice in UNSUPPORTED.items():
@@ -257,11 +223,11 @@ class TelegramUpdates:
                 return "done", f"unsupported {kind}"
         messages = [message]
         if message.media_group_id:
-            messages = await self._album(claim, message)
+            messages = await gather_album(self.runtime.db, self.bot_id, claim, message, self.album_wait)
             text = "\n".join(m.caption for m in messages if m.caption) or text
             if group:
                 text = addressed_in_group(message, text, me)[1]
-        images = await self._images(messages)
+        images = await download_photos(self.client, messages, self.config.photo_max_bytes)
         if not text.strip() and not images:
             return "skipped", "nothing to answer"
         turn = TurnInput(
@@ -280,46 +246,6 @@ class TelegramUpdates:
         if not sink.finished:
             await sink.finish(result.text or "…")
         return "done", None if result.ok else "turn reported failure"
-
-    async def _album(self, claim: inbox.Claim, message: Message) -> list[Message]:
-        """This photo and its album siblings; waits (by releasing the claim) while more may arrive."""
-        siblings = []
-        newest = _received(claim.received_at)
-        for row in await self._db(inbox.album_siblings, self.bot_id, claim.chat_key, claim.update_id):
-            try:
-                sibling = UPDATE_DECODER.decode(row["payload"]).message
-            except (msgspec.DecodeError, RecursionError):
-                continue
-            if sibling is not None and sibling.media_group_id == message.media_group_id:
-                siblings.append((row["update_id"], sibling))
-                newest = max(newest, _received(row["received_at"]))
-        wait = newest + self.album_wait - time.time()
-        if wait > 0:
-            raise Released(wait)
-        taken = [message]
-        for update_id, sibling in siblings:
-            note = f"part of album answered with update {claim.update_id}"
-            if await self._db(inbox.take_pending, self.bot_id, update_id, note):
-                taken.append(sibling)
-        return taken
-
-    async def _images(self, messages: list[Message]) -> list[Image]:
-        """Download each message's largest photo within telegram.photo_max_bytes."""
-        limit = self.config.photo_max_bytes
-        images = []
-        for message in messages:
-            sizes = [p for p in message.photo if p.file_size is None or p.file_size <= limit]
-            if not sizes:
-                continue
-            best = max(sizes, key=lambda p: (p.width * p.height, p.file_size or 0))
-            try:
-                meta = await self.client.get_file(best.file_id)
-                if meta.file_path is None or (meta.file_size or 0) > limit:
-                    continue
-                images.append(Image(await self.client.download(meta.file_path, limit), "image/jpeg"))
-            except TelegramError as exc:
-                log.warning("could not download a photo: %s", exc)
-        return images
 
     async def _callback(self, update: Update) -> tuple[str, str | None]:
         query = update.callback_query

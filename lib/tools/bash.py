@@ -10,17 +10,11 @@ from lib.errors import DockerError
 from lib.tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from lib.config import Settings
     from lib.sandbox.container import Sandbox
 
 
 class BashInput(msgspec.Struct, forbid_unknown_fields=True):
     command: Annotated[str, msgspec.Meta(description="The shell command line to run, as you would type it in bash.")]
-
-
-def enabled(settings: Settings) -> bool:
-    """Always offered: when the engine is unreachable the tool itself says so to the model."""
-    return True
 
 
 class BashTool:

@@ -132,8 +132,3 @@ class Forget:
 
 
 TOOLS = [Remember(), Recall(), Forget()]
-
-
-def enabled(settings: Settings) -> bool:
-    """Memory tools need nothing beyond the database, so they are always on."""
-    return True

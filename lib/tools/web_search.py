@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import httpx
 import msgspec
 
 from lib.errors import SearchError
+from lib.retry import Backoff, Retryable, retry
 from lib.tools.base import ToolContext, ToolResult
 from lib.tools.brave import MAX_COUNT, BraveSearch, SearchResult
 
 if TYPE_CHECKING:
     from lib.config import Settings
 
-# A 429 asking for at most this many seconds is waited out once; longer ones go back to the model.
-MAX_RETRY_WAIT = 2.0
+# A 429 asking for at most two seconds is waited out once; longer ones go back to the model.
+RATE_LIMIT_BACKOFF = Backoff(base=1.0, max_delay=2.0)
 
 
 class WebSearchInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -68,20 +68,23 @@ class WebSearchTool:
         )
 
     async def _search(self, client: BraveSearch, query: str, count: int) -> ToolResult:
-        for attempt in (1, 2):
-            try:
-                results = await client.search(query, count)
-            except SearchError as exc:
+        def rate_limited(exc: Exception) -> Retryable | None:
+            # A short 429 is waited out once; anything else goes straight back to the model.
+            if isinstance(exc, SearchError) and exc.status == 429:
+                return Retryable(exc.retry_after if exc.retry_after is not None else 1.0)
+            return None
+
+        try:
+            results = await retry(
+                lambda: client.search(query, count), retries=1, backoff=RATE_LIMIT_BACKOFF, classify=rate_limited
+            )
+        except SearchError as exc:
+            if exc.status == 429:
                 wait = exc.retry_after if exc.retry_after is not None else 1.0
-                if exc.status == 429 and attempt == 1 and wait <= MAX_RETRY_WAIT:
-                    await asyncio.sleep(wait)
-                    continue
-                if exc.status == 429:
-                    return ToolResult(
-                        f"Web search is rate limited; try again in {wait:g} s or answer without it.",
-                        is_error=True,
-                        metadata={"retry_after": exc.retry_after},
-                    )
-                return ToolResult(f"Web search failed: {exc.message}", is_error=True)
-            return ToolResult(format_results(query, results), metadata={"results": len(results)})
-        raise AssertionError("unreachable")  # the loop always returns
+                return ToolResult(
+                    f"Web search is rate limited; try again in {wait:g} s or answer without it.",
+                    is_error=True,
+                    metadata={"retry_after": exc.retry_after},
+                )
+            return ToolResult(f"Web search failed: {exc.message}", is_error=True)
+        return ToolResult(format_results(query, results), metadata={"results": len(results)})
