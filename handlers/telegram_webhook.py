@@ -1,7 +1,8 @@
 """`POST /telegram/webhook`: check the secret, store the update, answer 200 at once.
 
 Status codes (SPEC): no secret configured 403, secret missing or wrong 401, body over
-server.max_body_bytes 413, not JSON or no integer update_id 400, else 200. Nothing is stored
+server.max_body_bytes 413, body not received within server.body_timeout 408 (and the
+connection closed), not JSON or no integer update_id 400, else 200. Nothing is stored
 unless the answer is 200; a database that cannot take the row answers 503 (Telegram retries),
 any other failure is logged and answered 500 (lib/web/errors.py, the same for both doors).
 
@@ -37,8 +38,10 @@ DETAILS = {503: "update not stored; retry later", 500: "internal error; see the 
 
 
 async def answer(send: Send, status: int, body: bytes) -> None:
-    """A JSON response in two ASGI messages."""
+    """A JSON response in two ASGI messages (a 408 also closes the connection)."""
     headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    if status == 408:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -67,7 +70,8 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
         return
     services = get_services(app)
     try:
-        body = await read_limited(scope, receive, runtime.settings.config.server.max_body_bytes)
+        server = runtime.settings.config.server
+        body = await read_limited(scope, receive, server.max_body_bytes, server.body_timeout)
         # Committed before the 200, off the event loop (group commit: lib/inbox/writer.py).
         queued = await accept(runtime, services.writer, body)
     except Rejected as exc:

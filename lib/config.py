@@ -34,6 +34,9 @@ class ServerConfig(_Section):
     max_body_bytes: int = 1_048_576
     # Seconds between background sweeps for pending or stale work.
     tick_interval: float = 15.0
+    # Seconds a client may take to send a webhook body; then 408 and the connection is closed
+    # (a body trickled at 1 byte/s would otherwise hold a connection for as long as it likes).
+    body_timeout: float = 30.0
 
 
 class TelegramConfig(_Section):

@@ -243,18 +243,24 @@ async def run_turn(
         answer = f"{answer}\n\n{STEP_LIMIT.format(steps=max_steps)}"
     result.text = answer
     await sink.finish(answer)
-    await asyncio.to_thread(
-        lambda: memory_api.record_turn(
-            runtime.db.conn(),
-            settings,
-            session_id=session.id,
-            user_id=turn.user_id,
-            user_text=_stored_user_text(turn),
-            answer_text=answer,
-            update_id=turn.update_id,
-            embed=housekeeper is None,
+    try:
+        await asyncio.to_thread(
+            lambda: memory_api.record_turn(
+                runtime.db.conn(),
+                settings,
+                session_id=session.id,
+                user_id=turn.user_id,
+                user_text=_stored_user_text(turn),
+                answer_text=answer,
+                update_id=turn.update_id,
+                embed=housekeeper is None,
+            )
         )
-    )
+    except Exception:
+        # The person has their answer. Raising now would retry the turn: a second model call
+        # and a second answer. The exchange is missing from history instead, and the log says so.
+        log.exception("turn for user %s was answered but could not be stored", turn.user_id)
+        return result
     if housekeeper is not None:
         housekeeper.kick()
     try:

@@ -92,6 +92,9 @@ class InboxWorker:
         self.answering = answering
         self.worker = worker or queue.worker_id()
         self._jobs: dict[int, Job] = {}
+        # Updates this process answered but could not mark finished (the database refused the
+        # write: disk full). When they come round again they are finished, never answered again.
+        self._unrecorded: dict[int, tuple[str, str | None]] = {}
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task | None = None
         self._stopping = False
@@ -189,7 +192,8 @@ class InboxWorker:
                 break
             job = Job(claim)
             self._jobs[claim.update_id] = job
-            job.task = asyncio.create_task(self._run(job), name=f"ash-update-{claim.update_id}")
+            run = self._record_again if claim.update_id in self._unrecorded else self._run
+            job.task = asyncio.create_task(run(job), name=f"ash-update-{claim.update_id}")
             started += 1
         return started
 
@@ -234,19 +238,51 @@ class InboxWorker:
     async def _run(self, job: Job) -> None:
         claim = job.claim
         try:
-            status, note = await self.handler.handle(claim)
-            await self._db(queue.finish, self.bot_id, claim.update_id, self.worker, status, note)
-        except asyncio.CancelledError:
-            if job.stop_requested:
-                await self._db(queue.finish, self.bot_id, claim.update_id, self.worker, "done", "stopped by /stop")
-            elif not job.lost and not self._stopping:
-                await self._db(queue.release, self.bot_id, claim.update_id, self.worker, count_attempt=False)
-        except Released as released:
-            await self._db(
-                queue.release, self.bot_id, claim.update_id, self.worker, delay=released.delay, count_attempt=False
-            )
-        except Exception as exc:
-            await self._failed(claim, exc)
+            try:
+                status, note = await self.handler.handle(claim)
+            except asyncio.CancelledError:
+                if job.stop_requested:
+                    await self._finish(claim, "done", "stopped by /stop")
+                elif not job.lost and not self._stopping:
+                    await self._db(queue.release, self.bot_id, claim.update_id, self.worker, count_attempt=False)
+                return
+            except Released as released:
+                await self._db(
+                    queue.release, self.bot_id, claim.update_id, self.worker, delay=released.delay, count_attempt=False
+                )
+                return
+            except Exception as exc:
+                await self._failed(claim, exc)
+                return
+            await self._finish(claim, status, note)
+        except Exception:
+            # Bookkeeping itself failed (the database refused a write). Logged here: a task
+            # must never end with an exception nobody reads. The lease expires; see _finish.
+            log.exception("update %s: could not record what happened to it", claim.update_id)
+        finally:
+            self._jobs.pop(claim.update_id, None)
+            self.kick()
+
+    async def _finish(self, claim: queue.Claim, status: str, note: str | None) -> bool:
+        """Mark the update handled. If the database refuses (disk full), remember the outcome so
+        that when the update comes round again it is marked then, not answered a second time."""
+        try:
+            finished = await self._db(queue.finish, self.bot_id, claim.update_id, self.worker, status, note)
+        except Exception:
+            self._unrecorded[claim.update_id] = (status, note)
+            raise
+        self._unrecorded.pop(claim.update_id, None)
+        return finished
+
+    async def _record_again(self, job: Job) -> None:
+        """An update answered earlier whose outcome could not be stored: store it now."""
+        claim = job.claim
+        status, note = self._unrecorded[claim.update_id]
+        try:
+            await self._finish(claim, status, note)
+            log.info("update %s: recorded as %s (it was answered before the database refused)", claim.update_id, status)
+        except Exception:
+            log.exception("update %s: still cannot record its outcome", claim.update_id)
         finally:
             self._jobs.pop(claim.update_id, None)
             self.kick()
@@ -269,7 +305,7 @@ class InboxWorker:
             return
         log.error("update %s failed for good after %d attempts: %s", claim.update_id, claim.attempts, error)
         # finish() succeeds once per update, so the person is told once.
-        if await self._db(queue.finish, self.bot_id, claim.update_id, self.worker, "failed", error):
+        if await self._finish(claim, "failed", error):
             await self._quietly(self.handler.gave_up(claim), "telling the chat it failed")
 
     @staticmethod

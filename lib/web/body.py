@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from litestar.types import Receive, Scope
 
 from lib.errors import Rejected
@@ -15,8 +17,17 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
-async def read_limited(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The body, refused with 413 when Content-Length or the bytes actually sent exceed `limit`."""
+async def read_limited(scope: Scope, receive: Receive, limit: int, timeout: float) -> bytes:
+    """The body, refused with 413 when Content-Length or the bytes actually sent exceed `limit`,
+    and with 408 when it has not all arrived within `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read(scope, receive, limit)
+    except TimeoutError:
+        raise Rejected(408, f"the body did not arrive within {timeout:g} s") from None
+
+
+async def _read(scope: Scope, receive: Receive, limit: int) -> bytes:
     declared = header(scope, b"content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise Rejected(413, f"body over {limit} bytes")

@@ -7,8 +7,13 @@ to tell about new turns; the memory service is handed the function that asks a m
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
+import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +26,27 @@ from lib.runtime import Runtime
 from lib.web.state import Services
 
 log = logging.getLogger("ash")
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_supervisor() -> None:
+    """In a granian worker: be sent SIGTERM the moment the supervisor dies, however it dies.
+
+    `ash serve` is a supervisor process with one worker process. A supervisor killed with
+    SIGKILL runs no shutdown code, and its worker went on serving the port with the old
+    configuration (its old webhook secret) beside the next server. Linux's parent-death signal
+    ends the worker with its parent; SIGTERM runs the normal shutdown (claims are released)."""
+    parent = multiprocessing.parent_process()
+    if parent is None or not sys.platform.startswith("linux"):
+        return  # not a worker (tests, `ash chat`), or no prctl
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("could not ask to die with the supervisor (errno %d)", ctypes.get_errno())
+        return
+    if os.getppid() != parent.pid:  # the supervisor died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def start_services(runtime: Runtime, services: Services) -> None:
@@ -51,6 +77,7 @@ async def stop_services(services: Services) -> None:
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     """Open shared resources at start-up and close them at shutdown."""
+    die_with_supervisor()
     settings = load_settings()
     install_redaction(settings.secrets)
     runtime = Runtime(settings=settings, db=Database(settings.database_path))
