@@ -62,6 +62,17 @@ def db_path(settings) -> Path:
 
 
 @pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch):
+    """Model retries wait no real time; the delays they asked for are recorded."""
+    import lib.llm.router as router
+    from tests.support.agent import RecordingSleep
+
+    recorder = RecordingSleep()
+    monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(base_delay=0.5, sleep=recorder))
+    return recorder
+
+
+@pytest.fixture
 def conn(db_path: Path):
     """A connection to a freshly migrated database."""
     connection = connect(db_path)

@@ -53,6 +53,9 @@ class Handler(Protocol):
     async def handle(self, claim: queue.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status ("done", "skipped", ...) and a note."""
 
+    async def may_stop(self, stop_payload: bytes, running: queue.Claim) -> bool:
+        """Whether a stop request waiting behind `running` may cancel it (who sent it, to whom)."""
+
     async def stopped(self, claim: queue.Claim) -> None:
         """A stop request cancelled this update's running work: tell the person."""
 
@@ -228,6 +231,8 @@ class InboxWorker:
 
     async def _take_stops(self, job: Job) -> None:
         for row in await self._db(queue.pending_stops, self.bot_id, job.claim.chat_key):
+            if not await self.handler.may_stop(row["payload"], job.claim):
+                continue  # not theirs to stop: it waits its turn as an ordinary update
             if await self._db(queue.take_pending, self.bot_id, row["update_id"], "stop: cancelled the running turn"):
                 log.info("/stop: cancelling update %s in chat %s", job.claim.update_id, job.claim.chat_key)
                 job.stop_requested = True

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from lib.errors import LLMError
-from lib.llm.base import parse_retry_after, parse_tool_input
+from lib.llm.base import map_sdk_error, parse_tool_input, response_retry_after
 from lib.llm.types import (
     Completed,
     ImageBlock,
@@ -81,27 +81,24 @@ def map_error(exc: BaseException) -> LLMError:
     """An SDK exception as an LLMError that says whether retrying can help."""
     import anthropic
 
-    if isinstance(exc, anthropic.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
-        kind = (error or {}).get("type", "")
-        detail = (error or {}).get("message") or str(exc)
-        status = exc.status_code
-        # A mid-stream `error` event arrives on a 200 response: its type decides.
-        retryable = status in RETRYABLE_STATUS or status >= 500 or kind in RETRYABLE_TYPES
-        return LLMError(
-            f"anthropic {status} {kind}: {detail}".strip(),
-            provider="anthropic",
-            status=status if status != 200 else None,
-            retryable=retryable,
-            retry_after=parse_retry_after(exc.response.headers) if exc.response is not None else None,
-        )
-    if isinstance(exc, anthropic.APITimeoutError | asyncio.TimeoutError):
-        return LLMError("anthropic: request timed out", provider="anthropic", retryable=True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return LLMError(f"anthropic: connection failed: {exc}", provider="anthropic", retryable=True)
-    # A stream cut off by the network, or an SDK error without a status.
-    return LLMError(f"anthropic: {type(exc).__name__}: {exc}", provider="anthropic", retryable=True)
+    return map_sdk_error(exc, "anthropic", anthropic, _status_error)
+
+
+def _status_error(exc) -> LLMError:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    kind = (error or {}).get("type", "")
+    detail = (error or {}).get("message") or str(exc)
+    status = exc.status_code
+    # A mid-stream `error` event arrives on a 200 response: its type decides.
+    retryable = status in RETRYABLE_STATUS or status >= 500 or kind in RETRYABLE_TYPES
+    return LLMError(
+        f"anthropic {status} {kind}: {detail}".strip(),
+        provider="anthropic",
+        status=status if status != 200 else None,
+        retryable=retryable,
+        retry_after=response_retry_after(exc),
+    )
 
 
 def _sdk_errors() -> tuple[type[BaseException], ...]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+from lib.errors import LLMError
 from lib.llm.types import Request, Response, StreamEvent
 
 
@@ -59,6 +61,27 @@ def parse_retry_after(headers) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def map_sdk_error(exc: BaseException, provider: str, sdk: Any, from_status: Callable[[Any], LLMError]) -> LLMError:
+    """An exception of the `sdk` module as an LLMError; `from_status` reads the provider's own error bodies.
+
+    Both official SDKs name their status, timeout and connection errors alike; everything but a
+    status error is the network's doing, so another try can help.
+    """
+    if isinstance(exc, sdk.APIStatusError):
+        return from_status(exc)
+    if isinstance(exc, sdk.APITimeoutError | asyncio.TimeoutError):
+        return LLMError(f"{provider}: request timed out", provider=provider, retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return LLMError(f"{provider}: connection failed: {exc}", provider=provider, retryable=True)
+    # A stream cut off by the network, an `error` object inside a stream, or an SDK error without a status.
+    return LLMError(f"{provider}: {type(exc).__name__}: {exc}", provider=provider, retryable=True)
+
+
+def response_retry_after(exc: Any) -> float | None:
+    """The wait a status error's response advertises, if it has a response."""
+    return parse_retry_after(exc.response.headers) if exc.response is not None else None
 
 
 def parse_tool_input(raw: str) -> dict[str, Any]:

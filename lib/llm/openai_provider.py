@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from lib.errors import LLMError
-from lib.llm.base import parse_retry_after, parse_tool_input
+from lib.llm.base import map_sdk_error, parse_tool_input, response_retry_after
 from lib.llm.types import (
     Completed,
     ImageBlock,
@@ -99,29 +99,24 @@ def map_error(exc: BaseException) -> LLMError:
     """An SDK exception as an LLMError; 429 insufficient_quota switches provider at once."""
     import openai
 
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        code = getattr(exc, "code", None) or ""
-        body = exc.body if isinstance(exc.body, dict) else {}
-        detail = body.get("message") or str(exc)
-        if status == 429 and (code == "insufficient_quota" or body.get("type") == "insufficient_quota"):
-            # Billing, not load: waiting will not help.
-            return LLMError(
-                f"openai 429 insufficient_quota: {detail}", provider="openai", status=429, switch_provider=True
-            )
-        return LLMError(
-            f"openai {status} {code}: {detail}".replace("  ", " "),
-            provider="openai",
-            status=status,
-            retryable=status in RETRYABLE_STATUS or status >= 500,
-            retry_after=parse_retry_after(exc.response.headers) if exc.response is not None else None,
-        )
-    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError):
-        return LLMError("openai: request timed out", provider="openai", retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMError(f"openai: connection failed: {exc}", provider="openai", retryable=True)
-    # An `error` object inside a stream, or a transport error cutting the stream off.
-    return LLMError(f"openai: {type(exc).__name__}: {exc}", provider="openai", retryable=True)
+    return map_sdk_error(exc, "openai", openai, _status_error)
+
+
+def _status_error(exc) -> LLMError:
+    status = exc.status_code
+    code = getattr(exc, "code", None) or ""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    detail = body.get("message") or str(exc)
+    if status == 429 and (code == "insufficient_quota" or body.get("type") == "insufficient_quota"):
+        # Billing, not load: waiting will not help.
+        return LLMError(f"openai 429 insufficient_quota: {detail}", provider="openai", status=429, switch_provider=True)
+    return LLMError(
+        f"openai {status} {code}: {detail}".replace("  ", " "),
+        provider="openai",
+        status=status,
+        retryable=status in RETRYABLE_STATUS or status >= 500,
+        retry_after=response_retry_after(exc),
+    )
 
 
 def _sdk_errors() -> tuple[type[BaseException], ...]:

@@ -102,6 +102,24 @@ def _delete_messages(conn: apsw.Connection, message_ids: list[int]) -> int:
     return deleted
 
 
+def _erase(
+    conn: apsw.Connection, settings: Settings, memory_ids: list[int], message_ids: list[int], neighbours: list[int]
+) -> tuple[int, int, set[str]]:
+    """Unindex and delete entries and messages, then re-index the neighbours whose chunks quoted them.
+
+    Returns the entries and messages deleted and the content hashes their chunks had.
+    """
+    hashes = _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
+    hashes |= _unindex_collecting_hashes(conn, "memory", memory_ids)
+    memories = 0
+    for memory_id in memory_ids:
+        conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        memories += conn.changes()
+    messages = _delete_messages(conn, message_ids)
+    _index().index_messages(conn, settings, neighbours)
+    return memories, messages, hashes
+
+
 Eraser = Callable[[apsw.Connection, str], int]
 
 
@@ -114,14 +132,7 @@ def forget_user(
     touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, (user_id,))]
     neighbours = _surviving_neighbours(conn, message_ids)
     with secure_delete(conn), immediate(conn):
-        hashes = _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
-        hashes |= _unindex_collecting_hashes(conn, "memory", memory_ids)
-        memories = 0
-        for memory_id in memory_ids:
-            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            memories += conn.changes()
-        messages = _delete_messages(conn, message_ids)
-        _index().index_messages(conn, settings, neighbours)
+        memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         for session_id in touched:
             conn.execute("UPDATE sessions SET summary = NULL, summary_through = NULL WHERE id = ?", (session_id,))
         empty = [r["id"] for r in rows(conn, EMPTY_OWN_SESSIONS_SQL, (user_id,))]
@@ -212,14 +223,7 @@ def forget_memory(
     message_ids = sorted(set(message_ids))
     neighbours = _surviving_neighbours(conn, message_ids)
     with secure_delete(conn), immediate(conn):
-        hashes = _unindex_collecting_hashes(conn, "memory", memory_ids)
-        hashes |= _unindex_collecting_hashes(conn, "message", message_ids + neighbours)
-        memories = 0
-        for memory_id in memory_ids:
-            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            memories += conn.changes()
-        messages = _delete_messages(conn, message_ids)
-        _index().index_messages(conn, settings, neighbours)
+        memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         cached = _drop_cached_embeddings(conn, hashes)
         result = {
             "memories": memories,

@@ -15,6 +15,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
@@ -324,30 +325,11 @@ def search_messages(
     if not candidates:
         return []
     by_id = {r["id"]: r for r in rows(conn, MESSAGES_SQL, (user_id, json.dumps(candidates)))}
-    # Only ids the canonical table confirms as this user's survive (belt and braces).
-    fts = {i: s for i, s in fts.items() if i in by_id}
-    vector_hits = {i: s for i, s in vector_hits.items() if i in by_id}
-    ranked = _rank(fts, vector_hits, by_id, mode, query)
-    results = []
-    for ref, score in ranked[:limit]:
-        row = by_id[ref]
-        metadata = json.loads(row["metadata"] or "{}")
-        results.append(
-            SearchResult(
-                id=ref,
-                content=row["content"],
-                score=score,
-                source_type="message",
-                metadata={
-                    **metadata,
-                    "created_at": row["created_at"],
-                    "session_id": row["session_id"],
-                    "role": row["role"],
-                },
-                token_count=row["token_count"],
-            )
-        )
-    return results
+    return _results("message", _message_metadata, fts, vector_hits, by_id, mode=mode, query=query, limit=limit)
+
+
+def _message_metadata(row: dict) -> dict:
+    return {"session_id": row["session_id"], "role": row["role"]}
 
 
 def _visible_knowledge(conn: apsw.Connection, user_id: str, ids: list[int], include_superseded: bool) -> dict:
@@ -413,30 +395,41 @@ def search_knowledge(
     if not candidates:
         return []
     by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)
+    return _results("knowledge", _knowledge_metadata, fts, vector_hits, by_id, mode=mode, query=query, limit=limit)
+
+
+def _knowledge_metadata(row: dict) -> dict:
+    return {
+        "source": row["source"],
+        "confidence": row["confidence"],
+        "expires_at": row["expires_at"],
+        "subject": row["subject"],
+        "is_global": bool(row["is_global"]),
+        "superseded_by": row["superseded_by"],
+    }
+
+
+def _results(
+    source_type: str,
+    describe: Callable[[dict], dict],
+    fts: dict[int, float],
+    vector_hits: dict[int, float],
+    by_id: dict[int, dict],
+    *,
+    mode: str,
+    query: str,
+    limit: int,
+) -> list[SearchResult]:
+    """The candidates `by_id` holds, fused and cut to `limit`; `describe(row)` adds to each one's metadata."""
+    # Only ids the canonical table confirms as visible to this user survive (belt and braces).
     fts = {i: s for i, s in fts.items() if i in by_id}
     vector_hits = {i: s for i, s in vector_hits.items() if i in by_id}
-    ranked = _rank(fts, vector_hits, by_id, mode, query)
     results = []
-    for ref, score in ranked[:limit]:
+    for ref, score in _rank(fts, vector_hits, by_id, mode, query)[:limit]:
         row = by_id[ref]
-        results.append(
-            SearchResult(
-                id=ref,
-                content=row["content"],
-                score=score,
-                source_type="knowledge",
-                metadata={
-                    **json.loads(row["metadata"] or "{}"),
-                    "created_at": row["created_at"],
-                    "source": row["source"],
-                    "confidence": row["confidence"],
-                    "expires_at": row["expires_at"],
-                    "subject": row["subject"],
-                    "is_global": bool(row["is_global"]),
-                    "superseded_by": row["superseded_by"],
-                },
-            )
-        )
+        metadata = {**json.loads(row["metadata"] or "{}"), "created_at": row["created_at"], **describe(row)}
+        # Knowledge rows have no token count: their results keep the default.
+        results.append(SearchResult(ref, row["content"], score, source_type, metadata, row.get("token_count", 0)))
     return results
 
 

@@ -7,10 +7,12 @@ matches it (usernames can be given up and taken by someone else).
 
 from __future__ import annotations
 
+import time
+
 import apsw
 
 from lib.config import Settings
-from lib.db import immediate, now_iso, rows, write
+from lib.db import immediate, iso, now_iso, rows, write
 
 DB_ENTRIES_SQL = "SELECT entry, user_id FROM allowed_users"
 
@@ -30,9 +32,14 @@ ON CONFLICT (chat_id) DO UPDATE SET type = excluded.type, title = coalesce(exclu
     updated_at = excluded.updated_at
 """
 
+# A stranger's private chat gets one row, made by their one denial and holding nothing else.
 DENIED_NOTICE_SQL = """
-UPDATE chats SET denied_notice_at = ? WHERE chat_id = ? AND denied_notice_at IS NULL
+INSERT INTO chats (chat_id, type, denied_notice_at, updated_at) VALUES (:chat, 'private', :now, :now)
+ON CONFLICT (chat_id) DO UPDATE SET denied_notice_at = :now WHERE chats.denied_notice_at IS NULL
 """
+RECENT_DENIALS_SQL = "SELECT count(*) FROM chats WHERE denied_notice_at >= ?"
+# Denials sent to all strangers together in one minute, at most: beyond it they are told later.
+DENIALS_PER_MINUTE = 20
 
 
 def normalize_entry(entry: str | int) -> str:
@@ -110,9 +117,14 @@ def note_chat(conn: apsw.Connection, chat_id: int, chat_type: str, title: str | 
     write(conn, UPSERT_CHAT_SQL, (str(chat_id), chat_type, title, now_iso()))
 
 
-def should_tell_denied(conn: apsw.Connection, chat_id: int) -> bool:
-    """True exactly once per chat: the first time someone not allowed writes there."""
-    return write(conn, DENIED_NOTICE_SQL, (now_iso(), str(chat_id))) > 0
+def should_tell_denied(conn: apsw.Connection, chat_id: int, per_minute: int = DENIALS_PER_MINUTE) -> bool:
+    """True once per private chat, the first time someone not allowed writes there, unless
+    `per_minute` strangers were already told in the last minute (then nothing is stored)."""
+    with immediate(conn):
+        if conn.execute(RECENT_DENIALS_SQL, (iso(time.time() - 60),)).fetchone()[0] >= per_minute:
+            return False
+        conn.execute(DENIED_NOTICE_SQL, {"chat": str(chat_id), "now": now_iso()})
+        return conn.changes() > 0
 
 
 def chat_state(conn: apsw.Connection, chat_id: int | str) -> dict | None:

@@ -82,6 +82,25 @@ def _error(status: int, body: dict) -> TelegramError:
     return BadRequest(description, error_code=code)
 
 
+def _text_params[TextParams: (SendMessage, EditMessageText)](
+    struct: type[TextParams],
+    chat_id: int | str,
+    text: str,
+    parse_mode: str | None,
+    reply_markup: InlineKeyboardMarkup | None,
+    **ids: int | None,
+) -> TextParams:
+    """The params of a text the bot writes or rewrites: the same fields, link previews always off."""
+    return struct(
+        chat_id=chat_id,
+        text=text,
+        parse_mode=parse_mode,
+        reply_markup=reply_markup,
+        link_preview_options={"is_disabled": True},
+        **ids,
+    )
+
+
 class TelegramClient:
     """Bot API methods Ash uses; `http_client` is the process's shared client."""
 
@@ -164,14 +183,7 @@ class TelegramClient:
         retry_flood: bool = True,
     ) -> SentMessage:
         """Send a text message; returns its id."""
-        params = SendMessage(
-            chat_id=chat_id,
-            text=text,
-            parse_mode=parse_mode,
-            reply_markup=reply_markup,
-            message_thread_id=message_thread_id,
-            link_preview_options={"is_disabled": True},
-        )
+        params = _text_params(SendMessage, chat_id, text, parse_mode, reply_markup, message_thread_id=message_thread_id)
         result = await self.call("sendMessage", params, retry_flood=retry_flood)
         return msgspec.convert(result, SentMessage)
 
@@ -186,14 +198,7 @@ class TelegramClient:
         retry_flood: bool = True,
     ) -> None:
         """Replace a message's text; "message is not modified" is not an error."""
-        params = EditMessageText(
-            chat_id=chat_id,
-            message_id=message_id,
-            text=text,
-            parse_mode=parse_mode,
-            reply_markup=reply_markup,
-            link_preview_options={"is_disabled": True},
-        )
+        params = _text_params(EditMessageText, chat_id, text, parse_mode, reply_markup, message_id=message_id)
         try:
             await self.call("editMessageText", params, retry_flood=retry_flood)
         except BadRequest as exc:

@@ -120,6 +120,32 @@ class TelegramUpdates:
         except InvalidToken as exc:
             raise Permanent(str(exc)) from exc
 
+    async def may_stop(self, stop_payload: bytes, running: inbox.Claim) -> bool:
+        """A /stop cancels a running turn only when it is addressed to this bot (`/stop` or
+        `/stop@thisbot`), its sender is allowed, and, in a group, it is the running turn's own
+        sender (the owner may stop any turn)."""
+        try:
+            stop = UPDATE_DECODER.decode(stop_payload).message
+            turn = UPDATE_DECODER.decode(running.payload).message
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        if stop is None or stop.from_ is None or stop.from_.is_bot:
+            return False
+        name, _, target = ((stop.text or "").split(maxsplit=1) or [""])[0].partition("@")
+        if name.lower() != "/stop":
+            return False
+        if target and target.lower() != ((await self.me()).get("username") or "").lower():
+            return False  # /stop@other_bot, or this bot's name is unknown: not for us
+        sender = stop.from_
+        if not await self._db(access.is_allowed, self.settings, sender.id, sender.username):
+            return False
+        if stop.chat.type not in ("group", "supergroup"):
+            return True
+        owner = self.settings.config.owner
+        if owner is not None and str(owner) == str(sender.id):
+            return True
+        return turn is not None and turn.from_ is not None and turn.from_.id == sender.id
+
     async def stopped(self, claim: inbox.Claim) -> None:
         """/stop cancelled this chat's running turn."""
         with contextlib.suppress(TelegramError):
@@ -179,26 +205,30 @@ class TelegramUpdates:
         chat, user = message.chat, message.from_
         if user is None or user.is_bot:
             return "skipped", "no human sender"
-        await self._db(access.note_chat, chat.id, chat.type, chat.title)
         group = chat.type in ("group", "supergroup")
-        if not group:
-            # Writing to the bot means it is no longer blocked.
-            await self._db(access.mark_blocked, chat.id, False)
-        state = await self._db(access.chat_state, chat.id)
-        if state and state["blocked_at"]:
-            return "skipped", "chat blocked"
         text = message.text or message.caption or ""
         me = await self.me() if group else {}
         if group:
             addressed, text = addressed_in_group(message, text, me)
             if not addressed:
                 return "skipped", "group message not addressed to the bot"
-        sink = self._sink(claim, chat.id, chat.type, message.message_thread_id)
         if not await self._db(access.is_allowed, self.settings, user.id, user.username):
+            # Nothing is kept for a stranger beyond the one denial in their private chat, and
+            # denials are capped across all strangers (a flood of new accounts costs nothing).
             log.info("user %s (@%s) is not allowed", user.id, user.username)
-            if await self._db(access.should_tell_denied, chat.id):
-                await sink.finish(DENIED.format(user_id=user.id))
+            if not group and await self._db(access.should_tell_denied, chat.id):
+                await self._sink(claim, chat.id, chat.type, message.message_thread_id).finish(
+                    DENIED.format(user_id=user.id)
+                )
             return "done", "not allowed"
+        await self._db(access.note_chat, chat.id, chat.type, chat.title)
+        if not group:
+            # Writing to the bot means it is no longer blocked.
+            await self._db(access.mark_blocked, chat.id, False)
+        state = await self._db(access.chat_state, chat.id)
+        if state and state["blocked_at"]:
+            return "skipped", "chat blocked"
+        sink = self._sink(claim, chat.id, chat.type, message.message_thread_id)
         command = parse_command(text, me.get("username"))
         if command is not None and command[0] in COMMANDS:
 

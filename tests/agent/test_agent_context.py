@@ -7,7 +7,6 @@ import json
 import httpx
 import pytest
 
-import lib.llm.router as router
 from lib.agent.contract import TurnInput
 from lib.agent.history import select_history
 from lib.agent.turn import run_turn
@@ -17,14 +16,14 @@ from lib.memory.store import StoredMessage
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     RecordingSink,
-    RecordingSleep,
     body,
-    make_runtime,
+    configured_runtime,
     raw,
     request_json,
-    set_keys,
-    write_config,
 )
+
+# Model retries wait no real time.
+pytestmark = pytest.mark.usefixtures("sleeps")
 
 OWNER = "1001"
 
@@ -67,19 +66,13 @@ def _seed(runtime, count: int, size: int = 400) -> list[int]:
     return ids
 
 
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(sleep=RecordingSleep()))
-
-
 async def test_tight_budget_keeps_the_recency_window_intact(ash_home, monkeypatch, httpx2_mock):
-    write_config(
+    runtime = configured_runtime(
         ash_home,
+        monkeypatch,
         f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n[memory]\ncontext_token_budget = 3000\n'
         "system_prompt_buffer = 1000\nrecency_window = 4\nmax_context_messages = 30\ncompaction_enabled = false\n",
     )
-    set_keys(monkeypatch)
-    runtime = make_runtime()
     _seed(runtime, 30)  # about 103 tokens each: far more than the 2000 left for history
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(side_effect=_respond)
 
@@ -99,12 +92,11 @@ async def test_tight_budget_keeps_the_recency_window_intact(ash_home, monkeypatc
 
 
 async def test_compaction_summarizes_old_messages_and_keeps_them_searchable(ash_home, monkeypatch, httpx2_mock):
-    write_config(
+    runtime = configured_runtime(
         ash_home,
+        monkeypatch,
         f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n[memory]\nrecency_window = 4\nmax_context_messages = 8\n',
     )
-    set_keys(monkeypatch)
-    runtime = make_runtime()
     ids = _seed(runtime, 8, size=20)
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(side_effect=_respond)
 

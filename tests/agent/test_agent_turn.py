@@ -5,7 +5,6 @@ from __future__ import annotations
 import httpx
 import pytest
 
-import lib.llm.router as router
 import lib.tools.registry as registry
 from lib.agent.contract import TurnInput
 from lib.agent.turn import BUDGET_SPENT, run_turn
@@ -19,9 +18,9 @@ from tests.support.agent import (
     GetCapital,
     GetWeather,
     RecordingSink,
-    RecordingSleep,
     RetrieveEntityInfo,
     body,
+    configured_runtime,
     make_runtime,
     message_as_sse,
     raw,
@@ -39,18 +38,8 @@ provider = "none"
 
 
 @pytest.fixture
-def sleeps(monkeypatch) -> RecordingSleep:
-    """Retries wait no real time; the delays they asked for are recorded."""
-    recorder = RecordingSleep()
-    monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(base_delay=0.5, sleep=recorder))
-    return recorder
-
-
-@pytest.fixture
 def runtime(ash_home, monkeypatch, sleeps):
-    write_config(ash_home, BASE_CONFIG)
-    set_keys(monkeypatch)
-    rt = make_runtime()
+    rt = configured_runtime(ash_home, monkeypatch, BASE_CONFIG)
     yield rt
     rt.db.close()
 
@@ -61,6 +50,21 @@ def use_tools(monkeypatch, *tools) -> None:
 
 def turn(text: str, user_id: str = OWNER, **kwargs) -> TurnInput:
     return TurnInput(provider="telegram", chat_id=kwargs.pop("chat_id", "42"), user_id=user_id, text=text, **kwargs)
+
+
+@pytest.fixture
+def tool_turn(httpx2_mock, monkeypatch):
+    """Runs one turn offering only `tool`, the model answering with the recorded `streams` in order."""
+
+    async def run(runtime, tool, text: str, provider: str, streams: list[str]):
+        use_tools(monkeypatch, tool)
+        url = OPENAI_CHAT if provider == "openai" else ANTHROPIC_MESSAGES
+        route = httpx2_mock.post(url).mock(side_effect=[sse_response(provider, name) for name in streams])
+        sink = RecordingSink()
+        result = await run_turn(runtime, turn(text), sink)
+        return route, sink, result
+
+    return run
 
 
 def stored(runtime) -> list[tuple[str, str]]:
@@ -128,18 +132,11 @@ async def test_parallel_tool_uses_each_get_a_matching_tool_result(runtime, httpx
     assert all(r["success"] == 1 and r["user_id"] == OWNER for r in runs)
 
 
-async def test_streamed_input_json_delta_is_assembled_into_the_tool_input(runtime, httpx2_mock, monkeypatch):
+async def test_streamed_input_json_delta_is_assembled_into_the_tool_input(runtime, tool_turn):
     tool = GetWeather()
-    use_tools(monkeypatch, tool)
-    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
-        side_effect=[
-            sse_response("anthropic", "stream_tool_use_input_json_delta.sse"),
-            sse_response("anthropic", "stream_text.sse"),
-        ]
-    )
-    sink = RecordingSink()
+    streams = ["stream_tool_use_input_json_delta.sse", "stream_text.sse"]
 
-    result = await run_turn(runtime, turn("Weather in Paris?"), sink)
+    route, sink, result = await tool_turn(runtime, tool, "Weather in Paris?", "anthropic", streams)
 
     assert tool.calls == ["Paris"]
     tool_result = request_json(route.calls.last)["messages"][-1]["content"][0]
@@ -151,25 +148,17 @@ async def test_streamed_input_json_delta_is_assembled_into_the_tool_input(runtim
     assert sink.of("finish") == [result.text]
 
 
-async def test_openai_streamed_tool_call_deltas_are_assembled(ash_home, monkeypatch, httpx2_mock, sleeps):
-    write_config(
+async def test_openai_streamed_tool_call_deltas_are_assembled(ash_home, monkeypatch, tool_turn, sleeps):
+    runtime = configured_runtime(
         ash_home,
+        monkeypatch,
         BASE_CONFIG
         + '[default_llm]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n[fallback_llm]\nprovider = "anthropic"\n',
     )
-    set_keys(monkeypatch)
-    runtime = make_runtime()
     tool = GetCapital()
-    use_tools(monkeypatch, tool)
-    route = httpx2_mock.post(OPENAI_CHAT).mock(
-        side_effect=[
-            sse_response("openai", "chat_stream_tool_call_deltas.sse"),
-            sse_response("openai", "chat_stream_text_after_tool_result.sse"),
-        ]
-    )
-    sink = RecordingSink()
+    streams = ["chat_stream_tool_call_deltas.sse", "chat_stream_text_after_tool_result.sse"]
 
-    result = await run_turn(runtime, turn("What is the capital of the UK?"), sink)
+    route, _, result = await tool_turn(runtime, tool, "What is the capital of the UK?", "openai", streams)
 
     assert tool.calls == ["UK"]
     first, second = (request_json(call) for call in route.calls)
@@ -309,9 +298,7 @@ async def test_stream_dying_midway_is_taken_back_before_the_retry_answers(runtim
 
 
 async def test_step_limit_stops_with_a_message(ash_home, monkeypatch, httpx2_mock, sleeps):
-    write_config(ash_home, BASE_CONFIG + "[agent]\nmax_steps = 1\n")
-    set_keys(monkeypatch)
-    runtime = make_runtime()
+    runtime = configured_runtime(ash_home, monkeypatch, BASE_CONFIG + "[agent]\nmax_steps = 1\n")
     tool = GetWeather()
     use_tools(monkeypatch, tool)
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
@@ -326,9 +313,7 @@ async def test_step_limit_stops_with_a_message(ash_home, monkeypatch, httpx2_moc
 
 
 async def test_daily_budget_spent_refuses_politely_without_calling_the_model(ash_home, monkeypatch, httpx2_mock):
-    write_config(ash_home, BASE_CONFIG + "[agent]\ndaily_token_budget = 100\n")
-    set_keys(monkeypatch)
-    runtime = make_runtime()
+    runtime = configured_runtime(ash_home, monkeypatch, BASE_CONFIG + "[agent]\ndaily_token_budget = 100\n")
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(return_value=sse_response("anthropic", "stream_text.sse"))
     first = await run_turn(runtime, turn("hi"), RecordingSink())
     assert first.ok  # 17 tokens spent
@@ -435,9 +420,9 @@ async def test_unknown_tool_is_answered_with_an_error_result(runtime, httpx2_moc
 
 
 async def test_openai_stream_cut_before_finish_is_retried(ash_home, monkeypatch, httpx2_mock, sleeps):
-    write_config(ash_home, BASE_CONFIG + '[default_llm]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n')
-    set_keys(monkeypatch)
-    runtime = make_runtime()
+    runtime = configured_runtime(
+        ash_home, monkeypatch, BASE_CONFIG + '[default_llm]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+    )
     full = raw("openai", "chat_stream_text_after_tool_result.sse")
     cut = full[: full.index(b"data: ", full.index(b'" UK"'))]
     route = httpx2_mock.post(OPENAI_CHAT).mock(

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from lib.commands.cli import cli
 from lib.db import connect
 from lib.memory import knowledge
-from tests.support.memory_surfaces import make_settings, open_db, say
+from tests.support.memory_retrieval import open_db
+from tests.support.memory_surfaces import make_settings, say
 
 
 @pytest.fixture

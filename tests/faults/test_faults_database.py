@@ -17,7 +17,7 @@ from litestar.testing import TestClient
 
 from lib.db import connect
 from lib.migrations import migrate
-from tests.support.faults import SECRET, telegram_fixture
+from tests.support.telegram import SECRET, load
 
 HEADERS = {"x-telegram-bot-api-secret-token": SECRET}
 
@@ -53,7 +53,7 @@ def client(small_fs: Path, monkeypatch):
 
 
 def _update(update_id: int) -> dict:
-    update = telegram_fixture("update_channel_post.json")
+    update = load("update_channel_post.json")
     update["update_id"] = update_id
     return update
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.db import connect, rows
+from lib.db import connect
 from lib.migrations import migrate
+from tests.support.database import query
 from tests.support.faults import AshServer, Upstream, private_text, server_env, wait_until, write_config
 
 pytestmark = pytest.mark.slow
@@ -23,23 +24,6 @@ def _migrated(home: Path) -> Path:
     migrate(conn)
     conn.close()
     return path
-
-
-def _inbox(db: Path, update_id: int) -> dict | None:
-    conn = connect(db)
-    try:
-        found = rows(conn, "SELECT status, reply_message_id, attempts FROM inbox WHERE update_id = ?", (update_id,))
-    finally:
-        conn.close()
-    return found[0] if found else None
-
-
-def _messages(db: Path, sql: str, params: tuple = ()) -> list[dict]:
-    conn = connect(db)
-    try:
-        return rows(conn, sql, params)
-    finally:
-        conn.close()
 
 
 def test_two_servers_one_database_answer_every_update_once_in_chat_order(ash_home: Path):
@@ -70,7 +54,7 @@ def test_two_servers_one_database_answer_every_update_once_in_chat_order(ash_hom
             assert statuses == [200] * (2 * 20 * per_chat)
 
             def all_done() -> bool:
-                left = _messages(db, "SELECT count(*) AS n FROM inbox WHERE status != 'done'")[0]["n"]
+                left = query(db, "SELECT count(*) AS n FROM inbox WHERE status != 'done'")[0]["n"]
                 return left == 0
 
             wait_until(all_done, timeout=240, what="every update to be answered")
@@ -79,11 +63,11 @@ def test_two_servers_one_database_answer_every_update_once_in_chat_order(ash_hom
                 server.stop()
         logs = "".join(server.output() for server in servers)
 
-    assert _messages(db, "SELECT count(*) AS n FROM inbox")[0]["n"] == 20 * per_chat
+    assert query(db, "SELECT count(*) AS n FROM inbox")[0]["n"] == 20 * per_chat
     for chat in chats:
         expected = [f"re: chat {chat} message {k}" for k in range(per_chat)]
         assert upstream.texts_to(chat) == expected, f"chat {chat}"
-    stored = _messages(db, "SELECT count(*) AS n FROM messages WHERE role = 'user'")[0]["n"]
+    stored = query(db, "SELECT count(*) AS n FROM messages WHERE role = 'user'")[0]["n"]
     assert stored == 20 * per_chat
     # Both processes took part, and a lock never surfaced as a failure.
     assert upstream.count("sendMessage") == 20 * per_chat

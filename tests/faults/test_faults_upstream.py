@@ -6,11 +6,10 @@ In every case the user ends up with exactly one answer.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from lib.db import connect, one, rows
+from tests.support.database import inbox_status, query
 from tests.support.faults import (
     FIXTURES,
     OWNER,
@@ -20,21 +19,12 @@ from tests.support.faults import (
     anthropic_tool_use,
     private_text,
     server_env,
-    telegram_fixture,
     wait_until,
     write_config,
 )
+from tests.support.telegram import load
 
 pytestmark = pytest.mark.slow
-
-
-def _status(home: Path, update_id: int) -> str | None:
-    conn = connect(home / "ash.db")
-    try:
-        row = one(conn, "SELECT status FROM inbox WHERE update_id = ?", (update_id,))
-    finally:
-        conn.close()
-    return row and row["status"]
 
 
 def _overloaded() -> Failure:
@@ -57,14 +47,14 @@ def served(ash_home):
 
 def test_telegram_429_storm_and_5xx_still_deliver_one_answer(served, ash_home):
     upstream, server = served
-    flood = Failure(429, telegram_fixture("error_429_retry_after.json"))
+    flood = Failure(429, load("error_429_retry_after.json"))
     flood.body["parameters"]["retry_after"] = 1
     flood.body["description"] = "Too Many Requests: retry after 1"
     bad_gateway = Failure(502, {"ok": False, "error_code": 502, "description": "Bad Gateway"})
     upstream.fail["sendMessage"] = [flood, bad_gateway, flood]
     upstream.fail["sendChatAction"] = [flood] * 3
     assert server.post_update(private_text(3001, "through the storm")).status_code == 200
-    wait_until(lambda: _status(ash_home, 3001) == "done", 90, "the answer after the storm")
+    wait_until(lambda: inbox_status(ash_home / "ash.db", 3001) == "done", 90, "the answer after the storm")
     assert upstream.texts_to(OWNER) == ["Echo: through the storm"]
     assert upstream.fail["sendMessage"] == []  # every queued failure was met and retried
 
@@ -73,15 +63,11 @@ def test_llm_529_storm_falls_back_to_openai_and_answers_once(served, ash_home):
     upstream, server = served
     upstream.fail["anthropic"] = [_overloaded() for _ in range(3)]  # llm_retries = 2: three attempts
     assert server.post_update(private_text(3002, "are you there")).status_code == 200
-    wait_until(lambda: _status(ash_home, 3002) == "done", 60, "the fallback's answer")
+    wait_until(lambda: inbox_status(ash_home / "ash.db", 3002) == "done", 60, "the fallback's answer")
     assert upstream.count("anthropic") == 3
     assert upstream.count("openai") == 1
     assert upstream.texts_to(OWNER) == ["Echo: are you there"]
-    conn = connect(ash_home / "ash.db")
-    try:
-        usage = rows(conn, "SELECT provider FROM usage")
-    finally:
-        conn.close()
+    usage = query(ash_home / "ash.db", "SELECT provider FROM usage")
     assert [u["provider"] for u in usage] == ["openai"]
 
 
@@ -90,7 +76,7 @@ def test_docker_host_down_bash_reports_an_error_and_the_turn_still_answers(serve
     upstream.anthropic_script = [anthropic_tool_use("bash", {"command": "echo hi"})]
     upstream.reply = lambda text: "The sandbox is unavailable right now."
     assert server.post_update(private_text(3003, "run echo hi")).status_code == 200
-    wait_until(lambda: _status(ash_home, 3003) == "done", 60, "the turn after the failed tool")
+    wait_until(lambda: inbox_status(ash_home / "ash.db", 3003) == "done", 60, "the turn after the failed tool")
     assert upstream.texts_to(OWNER) == ["The sandbox is unavailable right now."]
     # The model was told, as a tool error, that the tool could not run.
     second = [body for key, body, _ in upstream.calls if key == "anthropic"][1]
@@ -102,10 +88,6 @@ def test_docker_host_down_bash_reports_an_error_and_the_turn_still_answers(serve
         if block.get("type") == "tool_result"
     ]
     assert len(results) == 1 and results[0]["is_error"] is True
-    conn = connect(ash_home / "ash.db")
-    try:
-        runs = rows(conn, "SELECT tool_name, exit_code, output FROM tool_executions")
-    finally:
-        conn.close()
+    runs = query(ash_home / "ash.db", "SELECT tool_name, exit_code, output FROM tool_executions")
     assert [r["tool_name"] for r in runs] == ["bash"]
     assert "docker" in results[0]["content"].lower() or "sandbox" in results[0]["content"].lower()

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar.testing import TestClient
 
-from lib.db import connect, one
-from tests.support.faults import SECRET, telegram_fixture
+from tests.support.database import inbox_row
+from tests.support.telegram import SECRET, load
 
 HEADERS = {"x-telegram-bot-api-secret-token": SECRET, "content-type": "application/json"}
 ALLOWED = {200, 400, 413}
@@ -51,7 +51,7 @@ def bodies(draw) -> bytes:
         update = {"update_id": draw(update_ids), draw(telegram_keys): draw(json_values)}
         return json.dumps(update, allow_nan=True).encode()
     if kind == 2:  # a real update with one field replaced by junk
-        update = telegram_fixture("update_message_private_text_2.json")
+        update = load("update_message_private_text_2.json")
         field = draw(st.sampled_from(["text", "chat", "from", "date", "entities", "message_id"]))
         update["message"][field] = draw(json_values)
         update["update_id"] = draw(st.integers(1, 2**40))
@@ -89,11 +89,7 @@ def client(db_path, ash_home, monkeypatch):
 
 
 def _stored(client, update_id: int) -> bool:
-    conn = connect(client.app.state.runtime.settings.database_path)
-    try:
-        return one(conn, "SELECT 1 AS x FROM inbox WHERE update_id = ?", (update_id,)) is not None
-    finally:
-        conn.close()
+    return inbox_row(client.app.state.runtime.settings.database_path, update_id) is not None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -136,6 +132,6 @@ def test_known_bad_bodies_get_their_status_and_the_process_stays_healthy(client,
     assert response.status_code == status
     assert client.get("/healthz").status_code == 200
     # The server still takes a good update afterwards.
-    good = telegram_fixture("update_channel_post.json")
+    good = load("update_channel_post.json")
     assert client.post("/telegram/webhook", json=good, headers=HEADERS).status_code == 200
     assert _stored(client, good["update_id"])

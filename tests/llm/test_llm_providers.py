@@ -17,28 +17,18 @@ from lib.llm.types import Usage
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     OPENAI_CHAT,
-    RecordingSleep,
     body,
+    configured_runtime,
     make_runtime,
     raw,
     request_json,
-    set_keys,
     write_config,
 )
 from tests.support.paths import REPO
 
 
-@pytest.fixture
-def sleeps(monkeypatch) -> RecordingSleep:
-    recorder = RecordingSleep()
-    monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(base_delay=0.5, sleep=recorder))
-    return recorder
-
-
 def _runtime(ash_home, monkeypatch, config: str = "", **keys):
-    write_config(ash_home, '[embeddings]\nprovider = "none"\n' + config)
-    set_keys(monkeypatch, **keys)
-    return make_runtime()
+    return configured_runtime(ash_home, monkeypatch, '[embeddings]\nprovider = "none"\n' + config, **keys)
 
 
 async def test_complete_text_is_non_streaming_records_usage_and_honours_a_model_override(

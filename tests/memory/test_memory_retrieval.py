@@ -6,6 +6,7 @@ Real SQLite files, real migrations and the real local embedding model.
 from __future__ import annotations
 
 import logging
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,9 +21,8 @@ ALICE, BOB = "1001", "2002"
 @pytest.fixture
 def local(ash_home):
     settings = settings_with(ash_home)
-    conn = open_db(settings)
-    yield settings, conn
-    conn.close()
+    with closing(open_db(settings)) as conn:
+        yield settings, conn
 
 
 def _contents(results) -> list[str]:

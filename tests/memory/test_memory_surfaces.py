@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from datetime import UTC, datetime
 
 import pytest
 
 from lib.inbox import queue as inbox
 from lib.memory import forget, gc, index, knowledge, store, vectors
-from tests.support.memory_surfaces import (
-    LOCAL_EMBEDDINGS,
-    chunk_texts,
-    fts_hits,
-    make_settings,
-    open_db,
-    say,
-)
+from tests.support.memory_retrieval import fts_count, open_db
+from tests.support.memory_surfaces import LOCAL_EMBEDDINGS, chunk_texts, make_settings, say
 
 
 @pytest.fixture
 def env(ash_home):
     settings = make_settings(ash_home)
-    conn = open_db(settings)
-    yield settings, conn
-    conn.close()
+    with closing(open_db(settings)) as conn:
+        yield settings, conn
 
 
 def test_parse_expiry_accepts_dates_times_and_spans():
@@ -62,13 +56,13 @@ def test_expired_entries_are_inactive_and_gc_removes_them_with_their_index_rows(
     active = {e.id for e in knowledge.list_entries(conn, owner_user_id="1")}
     assert active == {keep}
     assert gone in {e.id for e in knowledge.list_entries(conn, owner_user_id="1", include_inactive=True)}
-    assert fts_hits(conn, "zanzibar") == 1
+    assert fts_count(conn, "zanzibar") == 1
 
     counts = gc.collect(conn, settings)
 
     assert counts["expired"] == 1
     assert knowledge.get(conn, gone) is None and knowledge.get(conn, keep) is not None
-    assert fts_hits(conn, "zanzibar") == 0
+    assert fts_count(conn, "zanzibar") == 0
     audit = conn.execute("SELECT action, detail FROM audit_log").fetchall()
     assert audit[-1][0] == "memory_gc" and "zanzibar" not in audit[-1][1]
 
@@ -122,7 +116,7 @@ def test_forget_memory_deletes_entry_history_source_messages_and_their_index(env
         conn, settings, "Locker code quixotic 4812", owner_user_id="1", source="extraction", source_message_id=user_msg
     )
     knowledge.supersede(conn, old, new)
-    assert fts_hits(conn, "quixotic") >= 3
+    assert fts_count(conn, "quixotic") >= 3
 
     result = forget.forget_memory(conn, settings, "1", new, "user:1")
 
@@ -132,7 +126,7 @@ def test_forget_memory_deletes_entry_history_source_messages_and_their_index(env
     assert conn.execute("SELECT count(*) FROM messages WHERE id IN (?, ?)", (user_msg, answer)).fetchone()[0] == 0
     # The next turn survives, and its chunk no longer quotes the forgotten neighbour.
     assert conn.execute("SELECT count(*) FROM messages WHERE id = ?", (later_user,)).fetchone()[0] == 1
-    assert fts_hits(conn, "quixotic") == 0
+    assert fts_count(conn, "quixotic") == 0
     assert "quixotic" not in chunk_texts(conn)
     action, target, detail = conn.execute("SELECT action, target, detail FROM audit_log").fetchall()[-1]
     assert (action, target) == ("forget_memory", "1")
@@ -183,7 +177,7 @@ def test_forget_user_removes_everything_including_vectors_and_cached_embeddings(
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] < cached_before
     # Bob's rows survive, re-indexed without the forgotten neighbour.
     assert conn.execute("SELECT count(*) FROM messages WHERE owner_user_id = '2'").fetchone()[0] == 4
-    assert fts_hits(conn, "snacks") > 0
+    assert fts_count(conn, "snacks") > 0
     # secure_delete + FTS merge + WAL checkpoint: the words and the vector bytes are gone from the file.
     conn.close()
     raw = settings.database_path.read_bytes()

@@ -11,7 +11,8 @@ from lib.db import Database
 from lib.errors import LLMError
 from lib.memory import extraction, knowledge, retrieval, store
 from lib.memory.api import record_turn
-from tests.support.memory_surfaces import make_settings, open_db
+from tests.support.memory_retrieval import open_db
+from tests.support.memory_surfaces import make_settings
 
 DEBOUNCE = 30.0
 

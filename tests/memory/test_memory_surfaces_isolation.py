@@ -11,8 +11,10 @@ from lib.db import Database
 from lib.memory import knowledge, store
 from lib.memory.api import record_turn, retrieve_context
 from lib.tools.base import ToolContext
-from lib.tools.memory_tools import TOOLS, Forget, Recall, Remember, enabled
-from tests.support.memory_surfaces import LOCAL_EMBEDDINGS, make_settings, open_db
+from lib.tools.memory_tools import TOOLS, Forget, Recall, Remember
+from lib.tools.registry import available_tools
+from tests.support.memory_retrieval import open_db
+from tests.support.memory_surfaces import LOCAL_EMBEDDINGS, make_settings
 
 SECRETS = ("Bluefinch", "7391")
 GROUP = "-100777"
@@ -112,7 +114,8 @@ async def test_remember_recall_forget_round_trip(ash_home):
     settings = make_settings(ash_home)
     conn = open_db(settings)
     context = _context(settings, "5", "5")
-    assert enabled(settings) and [t.name for t in TOOLS] == ["remember", "recall", "forget"]
+    assert [t.name for t in TOOLS] == ["remember", "recall", "forget"]
+    assert {"remember", "recall", "forget"} <= {t.name for t in available_tools(settings)}
 
     saved = await Remember().execute(
         Remember.Input(content="Passport renewal appointment at the consulate", expires_at="14d"), context

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from litestar.testing import TestClient
 
-from lib.db import connect, one
-from tests.support.faults import SECRET, telegram_fixture
+from tests.support.database import query
+from tests.support.telegram import SECRET, load
 
 ADMIN = "admin-token-for-tests"
 
@@ -38,11 +38,7 @@ def _admin_routes() -> list[tuple[str, str]]:
 
 
 def _inbox_rows(client: TestClient) -> int:
-    conn = connect(client.app.state.runtime.settings.database_path)
-    try:
-        return one(conn, "SELECT count(*) AS n FROM inbox")["n"]
-    finally:
-        conn.close()
+    return query(client.app.state.runtime.settings.database_path, "SELECT count(*) AS n FROM inbox")[0]["n"]
 
 
 def test_every_admin_route_is_found():
@@ -87,7 +83,7 @@ def test_admin_accepts_the_right_token(db_path, monkeypatch):
     ids=["missing", "wrong", "prefix", "longer", "empty"],
 )
 def test_webhook_with_missing_or_wrong_secret_is_refused_and_stores_nothing(db_path, monkeypatch, headers, status):
-    update = telegram_fixture("update_channel_post.json")
+    update = load("update_channel_post.json")
     with _client(monkeypatch, TELEGRAM_WEBHOOK_SECRET=SECRET) as client:
         assert client.post("/telegram/webhook", json=update, headers=headers).status_code == status
         assert _inbox_rows(client) == 0
@@ -97,7 +93,7 @@ def test_webhook_with_missing_or_wrong_secret_is_refused_and_stores_nothing(db_p
 
 
 def test_webhook_without_a_configured_secret_refuses_everything(db_path, monkeypatch):
-    update = telegram_fixture("update_channel_post.json")
+    update = load("update_channel_post.json")
     with _client(monkeypatch) as client:
         for headers in ({}, {"x-telegram-bot-api-secret-token": "anything"}):
             assert client.post("/telegram/webhook", json=update, headers=headers).status_code == 403

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from lib.db import connect, one
+from tests.support.database import inbox_status
 from tests.support.faults import (
     AshServer,
     Failure,
     Upstream,
     private_text,
     server_env,
-    telegram_fixture,
     wait_until,
     write_config,
 )
+from tests.support.telegram import load
 
 pytestmark = pytest.mark.slow
 
@@ -32,18 +32,10 @@ SECRETS = {
 }
 
 
-def _status(home, update_id: int) -> str | None:
-    conn = connect(home / "ash.db")
-    try:
-        row = one(conn, "SELECT status FROM inbox WHERE update_id = ?", (update_id,))
-    finally:
-        conn.close()
-    return row and row["status"]
-
-
 @pytest.mark.parametrize("verbose", [False, True], ids=["default", "verbose"])
 def test_no_secret_value_appears_in_the_server_output(ash_home, verbose):
     write_config(ash_home)
+    db = ash_home / "ash.db"
     secret = SECRETS["TELEGRAM_WEBHOOK_SECRET"]
     admin = SECRETS["ASH_ADMIN_TOKEN"]
     with Upstream() as upstream:
@@ -51,7 +43,7 @@ def test_no_secret_value_appears_in_the_server_output(ash_home, verbose):
         try:
             # A normal turn: getMe/typing/sendMessage/edits with the token in every URL.
             assert server.post_update(private_text(2001, "hello"), secret=secret).status_code == 200
-            wait_until(lambda: _status(ash_home, 2001) == "done", what="the first turn")
+            wait_until(lambda: inbox_status(db, 2001) == "done", what="the first turn")
             # The model refuses the key (401): logged as a provider error.
             upstream.fail["anthropic"] = [
                 Failure(
@@ -59,9 +51,9 @@ def test_no_secret_value_appears_in_the_server_output(ash_home, verbose):
                 )
             ]
             assert server.post_update(private_text(2002, "again"), secret=secret).status_code == 200
-            wait_until(lambda: _status(ash_home, 2002) in ("done", "failed"), what="the refused-key turn")
+            wait_until(lambda: inbox_status(db, 2002) in ("done", "failed"), what="the refused-key turn")
             # Telegram fails: 500s, then chat not found.
-            chat_not_found = telegram_fixture("sendMessage_400_chat_not_found.json")
+            chat_not_found = load("sendMessage_400_chat_not_found.json")
             upstream.fail["sendMessage"] = [Failure(500, {"ok": False, "error_code": 500, "description": "boom"})] * 4
             upstream.fail["sendMessage"].append(Failure(400, chat_not_found))
             assert server.post_update(private_text(2003, "third"), secret=secret).status_code == 200

@@ -117,6 +117,13 @@ def make_runtime() -> Runtime:
     return Runtime(settings=settings, db=Database(settings.database_path), http_client=httpx.AsyncClient())
 
 
+def configured_runtime(home: Path, monkeypatch, config: str = "", **keys: bool) -> Runtime:
+    """A runtime over `config`, both SDKs pointed at their stubs (`keys` as for set_keys)."""
+    write_config(home, config)
+    set_keys(monkeypatch, **keys)
+    return make_runtime()
+
+
 @dataclass
 class RecordingSink:
     """An OutputSink that remembers every call in order."""

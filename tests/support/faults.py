@@ -21,12 +21,12 @@ from typing import Any
 
 import httpx
 
+from tests.support import telegram
 from tests.support.paths import FIXTURES, REPO
+from tests.support.telegram import SECRET, TOKEN, load
 
 ASH = REPO / ".venv" / "bin" / "ash"
 
-TOKEN = "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
-SECRET = "s3cret-token_for-tests-0123456789"
 OWNER = 408258968
 NOT_FOUND = "Bad Request: message to edit not found"
 
@@ -49,21 +49,9 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = 
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def telegram_fixture(name: str) -> Any:
-    """A recorded Telegram payload from tests/fixtures/telegram."""
-    return json.loads((FIXTURES / "telegram" / name).read_text(encoding="utf-8"))
-
-
 def private_text(update_id: int, text: str, user_id: int = OWNER) -> dict:
-    """The recorded private text update with another id, text and sender."""
-    update = copy.deepcopy(telegram_fixture("update_message_private_text_2.json"))
-    update["update_id"] = update_id
-    message = update["message"]
-    message["message_id"] = update_id % 100000
-    message["text"] = text
-    message["from"]["id"] = message["chat"]["id"] = user_id
-    message["from"]["username"] = message["chat"]["username"] = f"user{user_id}"
-    return update
+    """The recorded private text update with another id, text and sender (named after their id)."""
+    return telegram.private_text(update_id, text, user_id, username=f"user{user_id}")
 
 
 def _last_user_text(body: dict) -> str:
@@ -79,47 +67,48 @@ def _last_user_text(body: dict) -> str:
     return ""
 
 
+def _message_start(message_id: str) -> tuple[str, dict]:
+    """The opening event of a Messages API stream, as recorded."""
+    message = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "claude-sonnet-4-6",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 11, "output_tokens": 1},
+    }
+    return "message_start", {"type": "message_start", "message": message}
+
+
+def _message_end(stop_reason: str, output_tokens: int) -> list[tuple[str, dict]]:
+    """The closing events of a Messages API stream: why it stopped and the output usage."""
+    delta = {"stop_reason": stop_reason, "stop_sequence": None}
+    return [
+        ("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def _sse_event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
 def anthropic_sse(text: str, pieces: int = 3) -> list[bytes]:
     """A Messages API event stream answering `text`, in the recorded stream_text.sse's shape."""
-    events: list[tuple[str, dict]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_stub",
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "model": "claude-sonnet-4-6",
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 11, "output_tokens": 1},
-                },
-            },
-        ),
-        (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ),
+    block = {"type": "text", "text": ""}
+    events = [
+        _message_start("msg_stub"),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
     ]
     step = max(1, len(text) // pieces + 1)
     for start in range(0, len(text), step):
         delta = {"type": "text_delta", "text": text[start : start + step]}
         events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
-    events += [
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 6},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    events += _message_end("end_turn", 6)
+    return [_sse_event(name, data) for name, data in events]
 
 
 def anthropic_tool_use(name: str, tool_input: dict, tool_id: str = "toolu_stub_1") -> bytes:
@@ -127,36 +116,13 @@ def anthropic_tool_use(name: str, tool_input: dict, tool_id: str = "toolu_stub_1
     block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
     delta = {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}
     events = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_stub_tool",
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "model": "claude-sonnet-4-6",
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 11, "output_tokens": 1},
-                },
-            },
-        ),
+        _message_start("msg_stub_tool"),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 9},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
+        *_message_end("tool_use", 9),
     ]
-    return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+    return b"".join(_sse_event(n, d) for n, d in events)
 
 
 def anthropic_message(text: str) -> dict:
@@ -245,11 +211,11 @@ class Upstream:
     def _telegram(self, method: str, body: dict) -> tuple[int, dict]:
         with self.lock:
             if method == "getMe":
-                return 200, telegram_fixture("getMe_ok.json")
+                return 200, load("getMe_ok.json")
             if method == "sendMessage":
                 self.next_id += 1
                 self.messages[self.next_id] = {"chat_id": body["chat_id"], "text": body["text"], "edits": 0}
-                sent = copy.deepcopy(telegram_fixture("sendMessage_ok.json"))
+                sent = copy.deepcopy(load("sendMessage_ok.json"))
                 sent["result"].update(message_id=self.next_id, text=body["text"])
                 sent["result"]["chat"]["id"] = body["chat_id"]
                 return 200, sent
@@ -262,9 +228,9 @@ class Upstream:
                         "description": "Bad Request: message to edit not found",
                     }
                 if message["text"] == body["text"]:
-                    return 400, telegram_fixture("error_400_message_not_modified_ASSEMBLED.json")
+                    return 400, load("error_400_message_not_modified_ASSEMBLED.json")
                 message.update(text=body["text"], edits=message["edits"] + 1)
-                return 200, telegram_fixture("editMessageText_ok.json")
+                return 200, load("editMessageText_ok.json")
         return 200, {"ok": True, "result": True}
 
     def _handler_class(self):

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import apsw
 
-from lib.config import Settings, load_settings
-from lib.db import connect
+from lib.config import Settings
 from lib.memory import store
-from lib.migrations import migrate
+from tests.support.memory_retrieval import settings_with
 
 NO_EMBEDDINGS = '[embeddings]\nprovider = "none"\n'
 LOCAL_EMBEDDINGS = '[embeddings]\nprovider = "local"\n'
@@ -17,16 +16,7 @@ LOCAL_EMBEDDINGS = '[embeddings]\nprovider = "local"\n'
 
 def make_settings(home: Path, extra: str = NO_EMBEDDINGS) -> Settings:
     """Write `$ASH_HOME/config.toml` (owner 1001 plus `extra`) and load settings from it."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text("owner = 1001\n" + extra, encoding="utf-8")
-    return load_settings()
-
-
-def open_db(settings: Settings) -> apsw.Connection:
-    """A connection to the configured database, migrated."""
-    conn = connect(settings.database_path)
-    migrate(conn)
-    return conn
+    return settings_with(home, "owner = 1001\n" + extra)
 
 
 def say(
@@ -47,11 +37,6 @@ def say(
     answer_msg = store.add_message(conn, session.id, user_id, "assistant", answer)
     index.index_messages(conn, settings, [user_msg, answer_msg])
     return user_msg, answer_msg
-
-
-def fts_hits(conn: apsw.Connection, word: str) -> int:
-    """How many FTS rows match `word` (after deletion this must be 0)."""
-    return conn.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (word,)).fetchone()[0]
 
 
 def chunk_texts(conn: apsw.Connection) -> str:

@@ -10,25 +10,23 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from lib.db import connect, one
+from tests.support.database import inbox_row, inbox_status
+from tests.support.faults import ASH, free_port, wait_until
 from tests.support.paths import FIXTURES, REPO
 from tests.support.telegram import SECRET, TOKEN, load, private_text
 
 pytestmark = pytest.mark.slow
 
 
-ASH = REPO / ".venv" / "bin" / "ash"
 SSE = (FIXTURES / "anthropic" / "stream_text.sse").read_bytes()
 USER = 408258968
 
@@ -119,22 +117,6 @@ class Stub:
         self.server.shutdown()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 class Server:
     """`ash serve` in its own process group."""
 
@@ -149,7 +131,7 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_for(self.healthy, 30, "the server to answer /healthz")
+        wait_until(self.healthy, 30, "the server to answer /healthz")
 
     def healthy(self) -> bool:
         if self.proc.poll() is not None:
@@ -201,17 +183,9 @@ def server_env(tmp_path, stub) -> dict:
     return env
 
 
-def inbox_row(home: Path, update_id: int) -> dict | None:
-    conn = connect(home / "ash.db")
-    try:
-        return one(conn, "SELECT status, reply_message_id, attempts FROM inbox WHERE update_id = ?", (update_id,))
-    finally:
-        conn.close()
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGKILL")
 def test_sigkill_mid_turn_then_restart_gives_exactly_one_message_with_the_answer(tmp_path, stub, server_env):
-    home = Path(server_env["ASH_HOME"])
+    db = Path(server_env["ASH_HOME"]) / "ash.db"
     port = free_port()
     log = tmp_path / "server.log"
     update = private_text(777001, "Say hello")
@@ -220,8 +194,8 @@ def test_sigkill_mid_turn_then_restart_gives_exactly_one_message_with_the_answer
     try:
         assert first.post_update(update).status_code == 200
         # The turn streamed its first words into a message and stored that message's id.
-        wait_for(lambda: stub.sent_to(USER), 30, "the first streamed message")
-        wait_for(lambda: (inbox_row(home, 777001) or {}).get("reply_message_id"), 10, "the reply id in the inbox")
+        wait_until(lambda: stub.sent_to(USER), 30, "the first streamed message")
+        wait_until(lambda: (inbox_row(db, 777001) or {}).get("reply_message_id"), 10, "the reply id in the inbox")
         assert stub.llm_requests == 1
     finally:
         first.kill(signal.SIGKILL)
@@ -232,7 +206,7 @@ def test_sigkill_mid_turn_then_restart_gives_exactly_one_message_with_the_answer
     try:
         # Telegram retries the update it may not have seen acknowledged: still one answer.
         assert second.post_update(update).status_code == 200
-        wait_for(lambda: (inbox_row(home, 777001) or {}).get("status") == "done", 60, "the resumed turn to finish")
+        wait_until(lambda: inbox_status(db, 777001) == "done", 60, "the resumed turn to finish")
     finally:
         second.kill(signal.SIGTERM)
 

@@ -15,6 +15,7 @@ from lib.db import connect, one, rows
 from lib.inbox import queue as inbox
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
+from tests.support.database import inbox_statuses
 from tests.support.telegram import BOT_ID, TOKEN, FakeBotAPI, echo_runner, load, make_runtime, private_text
 
 USER = 408258968
@@ -45,14 +46,6 @@ def deliver(runtime, *updates: dict) -> None:
         store_update(runtime, json.dumps(update).encode())
 
 
-def inbox_state(db_path) -> dict[int, str]:
-    conn = connect(db_path)
-    try:
-        return {r["update_id"]: r["status"] for r in rows(conn, "SELECT update_id, status FROM inbox")}
-    finally:
-        conn.close()
-
-
 async def test_same_update_delivered_twice_gets_one_reply(runtime, bot, env):
     calls = []
     update = private_text(1001, "hello")
@@ -63,7 +56,7 @@ async def test_same_update_delivered_twice_gets_one_reply(runtime, bot, env):
     await processor.drain()
     assert [m["text"] for m in bot.sent_to(USER)] == ["You said: hello"]
     assert len(calls) == 1
-    assert inbox_state(env) == {1001: "done"}
+    assert inbox_statuses(env) == {1001: "done"}
 
 
 async def test_concurrent_processors_on_one_database_reply_once_each_in_order(runtime, bot, env):
@@ -86,7 +79,7 @@ async def test_concurrent_processors_on_one_database_reply_once_each_in_order(ru
     assert [m["text"] for m in bot.sent_to(USER)] == [f"re: m{i}" for i in range(6)]
     assert [m["text"] for m in bot.sent_to(other_user)] == [f"re: o{i}" for i in range(4)]
     assert [t for t in order if t.startswith("m")] == [f"m{i}" for i in range(6)]
-    assert set(inbox_state(env).values()) == {"done"}
+    assert set(inbox_statuses(env).values()) == {"done"}
 
 
 async def test_pending_updates_of_one_chat_run_in_update_id_order_even_if_stored_out_of_order(runtime, bot):
@@ -190,7 +183,7 @@ async def test_stop_cancels_the_running_turn_ahead_of_the_queue(runtime, bot, en
     await asyncio.wait_for(task, 5)
     assert cancelled == ["write a novel"]
     assert bot.sent_to(USER)[-1]["text"] == "Stopped."
-    assert inbox_state(env) == {50: "done", 51: "done"}
+    assert inbox_statuses(env) == {50: "done", 51: "done"}
 
 
 async def test_album_photos_make_one_turn_with_all_images(runtime, bot):
@@ -230,13 +223,13 @@ async def test_permanent_failure_stops_retrying_and_tells_the_user_once(runtime,
         deliver(rt, private_text(60, "hi"))
         processor = telegram_worker(rt, runner=broken)
         await processor.drain()
-        assert inbox_state(env) == {60: "pending"}  # first failure: retried later
+        assert inbox_statuses(env) == {60: "pending"}  # first failure: retried later
         conn = connect(env)
         conn.execute("UPDATE inbox SET not_before = NULL")
         conn.close()
         await processor.drain()
         await processor.drain()
-    assert inbox_state(env) == {60: "failed"}
+    assert inbox_statuses(env) == {60: "failed"}
     sent = bot.sent_to(USER)
     assert len(sent) == 1 and "could not answer" in sent[0]["text"]
 
@@ -253,7 +246,7 @@ async def test_claim_of_a_dead_process_is_resumed_editing_its_message(runtime, b
     await asyncio.sleep(0.02)  # the dead process's lease runs out
     await telegram_worker(runtime, runner=echo_runner()).drain()
     assert [m["text"] for m in bot.sent_to(USER)] == ["You said: explain"]
-    assert inbox_state(env) == {80: "done"}
+    assert inbox_statuses(env) == {80: "done"}
 
 
 async def test_shutdown_releases_claims_for_the_next_process(runtime, bot, env):
@@ -311,7 +304,7 @@ async def test_channel_posts_and_unknown_updates_are_stored_already_skipped(runt
     with caplog.at_level("INFO", logger="ash.webhook"):
         assert not store_update(runtime, json.dumps(load("update_channel_post.json")).encode())  # nothing to wake for
         assert not store_update(runtime, json.dumps({"update_id": 5, "poll": {"id": "x"}}).encode())
-    assert inbox_state(env) == {808628153: "skipped", 5: "skipped"}
+    assert inbox_statuses(env) == {808628153: "skipped", 5: "skipped"}
     conn = connect(env)
     assert inbox.get(conn, BOT_ID, 808628153)["last_error"] == "not answered: channel_post"
     assert inbox.get(conn, BOT_ID, 5)["done_at"] is not None
@@ -334,7 +327,7 @@ async def test_pending_rows_of_unanswered_kinds_from_an_older_version_are_skippe
         processor = telegram_worker(runtime, runner=echo_runner())
         await processor.sweep()
         await processor.drain()
-    assert inbox_state(env) == {1: "skipped", 2: "skipped"}
+    assert inbox_statuses(env) == {1: "skipped", 2: "skipped"}
     assert "skipped 2 update(s) Ash does not answer (channel_post, unknown)" in caplog.text
     assert bot.messages == {}
 
@@ -343,7 +336,7 @@ async def test_skipped_edits_do_not_hold_up_the_chats_next_message(runtime, bot,
     edited = {"update_id": 70, "edited_message": private_text(70, "typo fixed")["message"]}
     deliver(runtime, edited, private_text(71, "next question"))
     await telegram_worker(runtime, runner=echo_runner()).drain()
-    assert inbox_state(env) == {70: "skipped", 71: "done"}
+    assert inbox_statuses(env) == {70: "skipped", 71: "done"}
     assert [m["text"] for m in bot.sent_to(USER)] == ["You said: next question"]
 
 

@@ -8,7 +8,7 @@ import apsw
 import pytest
 from litestar.testing import AsyncTestClient
 
-from lib.db import connect, rows
+from tests.support.database import query
 from tests.support.telegram import FIXTURES, SECRET, load
 
 URL = "/telegram/webhook"
@@ -22,11 +22,7 @@ def app(db_path, monkeypatch):
 
 
 def inbox_rows(db_path) -> list[dict]:
-    conn = connect(db_path)
-    try:
-        return rows(conn, "SELECT update_id, chat_key, kind, status, payload FROM inbox ORDER BY update_id")
-    finally:
-        conn.close()
+    return query(db_path, "SELECT update_id, chat_key, kind, status, payload FROM inbox ORDER BY update_id")
 
 
 def headers(secret: str | None = SECRET) -> dict:

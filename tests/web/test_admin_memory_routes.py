@@ -7,7 +7,8 @@ from litestar.testing import TestClient
 
 from lib.db import connect
 from lib.memory import knowledge, store
-from tests.support.memory_surfaces import make_settings, open_db, say
+from tests.support.memory_retrieval import open_db
+from tests.support.memory_surfaces import make_settings, say
 
 TOKEN = "admin-secret-123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

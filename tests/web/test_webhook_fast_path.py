@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from litestar.testing import AsyncTestClient
 
-from lib.db import connect, rows
+from tests.support.database import inbox_statuses
 from tests.support.telegram import FIXTURES, SECRET
 
 URL = "/telegram/webhook"
@@ -18,14 +18,6 @@ def server(db_path, monkeypatch):
     from app import server
 
     return server
-
-
-def statuses(db_path) -> dict[int, str]:
-    conn = connect(db_path)
-    try:
-        return {r["update_id"]: r["status"] for r in rows(conn, "SELECT update_id, status FROM inbox")}
-    finally:
-        conn.close()
 
 
 async def test_webhook_and_other_routes_are_served(server, db_path):
@@ -41,7 +33,7 @@ async def test_webhook_and_other_routes_are_served(server, db_path):
     assert wrong_method.status_code == 405
     assert health.status_code == 200
     assert admin.status_code in (401, 403)  # Litestar's admin guard, not the fast path
-    assert statuses(db_path) == {306197398: "pending"}
+    assert inbox_statuses(db_path) == {306197398: "pending"}
 
 
 async def test_trailing_slash_reaches_the_same_handler_through_litestar(server, db_path):
@@ -49,7 +41,7 @@ async def test_trailing_slash_reaches_the_same_handler_through_litestar(server, 
     async with AsyncTestClient(server) as client:
         response = await client.post(URL + "/", content=body, headers=HEADERS)
     assert response.status_code == 200
-    assert statuses(db_path) == {808628153: "skipped"}
+    assert inbox_statuses(db_path) == {808628153: "skipped"}
 
 
 async def test_an_error_the_handler_lets_through_is_logged_and_answered_500(db_path, monkeypatch, caplog):
