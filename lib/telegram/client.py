@@ -1,8 +1,8 @@
 """A Bot API client over the process's one httpx.AsyncClient, with typed errors and one retry policy.
 
-Retries: 429 waits `retry_after` and tries again; 5xx, timeouts and network failures are
-retried with exponential backoff. 400/401/403 are not retried. Callers that want to handle
-flood control themselves (streaming edits) pass `retry_flood=False` and get RetryAfter.
+Retries (lib/retry.py): 429 waits `retry_after` and tries again; 5xx, timeouts and network
+failures are retried with exponential backoff and jitter. 400/401/403 are not retried. Callers
+that handle flood control themselves (streaming edits) pass `retry_flood=False` and get RetryAfter.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from lib.errors import (
     TelegramError,
     TimedOut,
 )
+from lib.retry import Backoff, Retryable, retry
 from lib.telegram.types import (
     ENCODER,
     EditMessageText,
@@ -111,7 +112,7 @@ class TelegramClient:
         base_url: str = "https://api.telegram.org",
         *,
         retries: int = 3,
-        backoff: float = 0.5,
+        backoff: float = 0.5,  # seconds before the first retry; doubled each time, with jitter
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ):
         if not token:
@@ -122,7 +123,8 @@ class TelegramClient:
         self.base = base_url.rstrip("/")
         self._token = token
         self.retries = retries
-        self.backoff = backoff
+        # A flood wait longer than MAX_FLOOD_WAIT is not sat out: the caller gets RetryAfter.
+        self.backoff = Backoff(base=backoff, max_delay=MAX_FLOOD_WAIT)
         self.sleep = sleep
 
     def __repr__(self) -> str:
@@ -152,21 +154,27 @@ class TelegramClient:
     async def call(self, method: str, params: Any = None, *, retry_flood: bool = True, timeout: float | None = None):
         """Call a Bot API method and return its `result`; raises a TelegramError subclass."""
         body = ENCODER.encode(params if params is not None else {})
-        attempt = 0
-        while True:
-            try:
-                return await self._once(method, body, timeout)
-            except RetryAfter as exc:
-                if not retry_flood or exc.retry_after > MAX_FLOOD_WAIT or attempt >= self.retries:
-                    raise
+
+        def classify(exc: Exception) -> Retryable | None:
+            if isinstance(exc, RetryAfter):
+                # Flood control says how long to wait; a caller streaming edits handles it itself.
+                return Retryable(exc.retry_after) if retry_flood else None
+            return Retryable() if isinstance(exc, NetworkError | TimedOut) else None
+
+        def note(exc: Exception, attempt: int) -> None:
+            if isinstance(exc, RetryAfter) and retry_flood:
                 log.warning("telegram %s: flood control, waiting %.0f s", method, exc.retry_after)
-                await self.sleep(exc.retry_after)
-            except (NetworkError, TimedOut) as exc:
-                if attempt >= self.retries:
-                    raise
-                log.warning("telegram %s: %s, retrying", method, exc.message)
-                await self.sleep(self.backoff * 2**attempt)
-            attempt += 1
+            elif isinstance(exc, NetworkError | TimedOut):
+                log.warning("telegram %s: %s (attempt %d)", method, exc.message, attempt + 1)
+
+        return await retry(
+            lambda: self._once(method, body, timeout),
+            retries=self.retries,
+            backoff=self.backoff,
+            classify=classify,
+            sleep=self.sleep,
+            on_error=note,
+        )
 
     async def get_me(self) -> dict:
         """The bot's own User object."""
