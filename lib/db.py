@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -75,13 +76,24 @@ def _vec0_path() -> str:
 VEC0_PATH = _vec0_path()
 
 
+def create_private(path: Path) -> None:
+    """Create `path` empty and readable by its owner only (0600), unless it exists.
+
+    The database holds people's conversations: it, its backups and its pre-migration copies
+    are created 0600 whatever the umask (SQLite gives its -wal and -shm files the database
+    file's permissions)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
-    """Open `path` (created if missing unless read-only) with sqlite-vec and FTS5 ready."""
+    """Open `path` (created 0600 if missing unless read-only) with sqlite-vec and FTS5 ready."""
     path = Path(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
-        if not readonly:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if not readonly and str(path) != ":memory:":
+            create_private(path)
         conn = apsw.Connection(str(path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
@@ -210,8 +222,9 @@ def stamp() -> str:
 
 
 def copy_database(source: apsw.Connection, target: Path) -> Path:
-    """Write a consistent snapshot of `source` to `target` (overwritten) with the backup API."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Write a consistent snapshot of `source` to `target` (overwritten, 0600) with the backup API."""
+    create_private(target)
+    os.chmod(target, 0o600)  # an existing file being overwritten gets the same protection
     dest = apsw.Connection(str(target))
     try:
         with dest.backup("main", source, "main") as step:
