@@ -12,9 +12,10 @@ from pathlib import Path
 
 import apsw
 
+from lib import migrations
 from lib.db import PAGES_PER_STEP, connect, copy_database, stamp
 from lib.errors import AshError
-from lib.migrations import migrate, status
+from lib.migrations import harden, migrate, schema_differences, status
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # Tables only Ash's schema has together; a database without them is someone else's.
@@ -78,38 +79,89 @@ def check_ash_database(path: Path) -> None:
         raise BackupError(f"{path} is a SQLite database but not Ash's (missing tables: {', '.join(sorted(missing))})")
 
 
+def inspect_backup(source_path: Path) -> None:
+    """Raise BackupError unless `source_path` is exactly an Ash database: intact, of a version
+    this Ash knows, and with the very schema Ash's migrations make at that version.
+
+    A backup is a file from somewhere else: a trigger planted in it (copying every new message
+    into a memory everyone sees, say) would run inside Ash once restored, and migrating it would
+    fire it. So it is read first, read-only, in SQLite's defensive mode with an untrusted schema,
+    and compared with what the migrations make; nothing writes to it before that passes."""
+    check_ash_database(source_path)
+    probe = harden(connect(source_path, readonly=True))
+    try:
+        unknown = status(probe).unknown
+        if unknown:
+            raise BackupError(
+                f"{source_path} was written by a newer version of Ash (migrations {', '.join(unknown)}); "
+                "upgrade Ash before restoring it"
+            )
+        differences = schema_differences(probe, migrations.STEPS)
+    except apsw.Error as exc:
+        raise BackupError(f"{source_path} cannot be read as Ash's database: {exc}") from exc
+    finally:
+        probe.close()
+    if differences:
+        shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
+        raise BackupError(f"{source_path} is not a database Ash made, so it is not restored: {shown}")
+
+
+def _drop_vector_tables(conn: apsw.Connection) -> None:
+    """Drop the file's sqlite-vec tables and mark every chunk unembedded: the vectors are rebuilt
+    from the canonical rows (the memory service embeds them again), never taken from the file."""
+    rows = conn.execute(migrations.SCHEMA_SQL).fetchall()
+    vector = migrations.vector_tables(rows)
+    virtual = [name for kind, name, _, sql in rows if name in vector and "VIRTUAL" in str(sql).upper()]
+    with conn:
+        for name in virtual:  # dropping the vec0 table drops its shadow tables
+            conn.execute(f'DROP TABLE "{name}"')
+        conn.execute("UPDATE search_chunks SET embedded = 0")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vectors.%'")
+
+
 def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
     """Replace the database at `db_path` with `source_path`, keeping a copy of the current one.
 
-    Stop the server first: a running server keeps writing to the file being replaced.
+    The file is inspected first (inspect_backup). Then a copy of it is migrated to this version
+    of Ash next to the live database; only when that worked is it written into the live file,
+    so a failed migration leaves the live database as it was. Stop the server first: a running
+    server keeps writing to the file being replaced.
     """
-    check_ash_database(source_path)
-    probe = connect(source_path, readonly=True)
-    try:
-        unknown = status(probe).unknown
-    finally:
-        probe.close()
-    if unknown:
-        raise BackupError(
-            f"{source_path} was written by a newer version of Ash (migrations {', '.join(unknown)}); "
-            "upgrade Ash before restoring it"
-        )
     if db_path.exists() and source_path.resolve() == db_path.resolve():
         raise BackupError("that file is the live database itself; restore from a backup copy")
-    previous = None
-    if db_path.is_file():
-        previous = backup_to(db_path, db_path.with_name(f"{db_path.name}.pre-restore-{stamp()}.bak"))
-    source = connect(source_path, readonly=True)
-    dest = connect(db_path)
+    inspect_backup(source_path)
+    staged = db_path.with_name(f"{db_path.name}.restoring-{stamp()}")
     try:
-        # Page by page into the live file, so its WAL and other connections stay consistent.
-        with dest.backup("main", source, "main") as step:
-            while not step.done:
-                step.step(PAGES_PER_STEP)
-        applied = migrate(dest, db_path)
+        source = harden(connect(source_path, readonly=True))
+        try:
+            copy_database(source, staged)
+        finally:
+            source.close()
+        work = harden(connect(staged))
+        try:
+            _drop_vector_tables(work)
+            applied = migrate(work, None, migrations.STEPS)
+        finally:
+            work.close()
     except (apsw.Error, AshError) as exc:
-        raise BackupError(f"restore failed ({exc}); the previous database was kept at {previous}") from exc
+        raise BackupError(f"restore failed ({exc}); the live database was not touched") from exc
+    else:
+        previous = None
+        if db_path.is_file():
+            previous = backup_to(db_path, db_path.with_name(f"{db_path.name}.pre-restore-{stamp()}.bak"))
+        ready = connect(staged, readonly=True)
+        dest = connect(db_path)
+        try:
+            # Page by page into the live file, so its WAL and other connections stay consistent.
+            with dest.backup("main", ready, "main") as step:
+                while not step.done:
+                    step.step(PAGES_PER_STEP)
+        except apsw.Error as exc:
+            raise BackupError(f"restore failed ({exc}); the previous database was kept at {previous}") from exc
+        finally:
+            ready.close()
+            dest.close()
     finally:
-        source.close()
-        dest.close()
+        for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
+            leftover.unlink(missing_ok=True)
     return RestoreResult(restored_from=source_path, previous_copy=previous, applied_migrations=applied)

@@ -120,6 +120,77 @@ def migrate_path(path: Path) -> list[str]:
         conn.close()
 
 
+SCHEMA_SQL = """
+SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name
+"""
+
+
+def vector_tables(rows: list[tuple]) -> set[str]:
+    """sqlite-vec's tables (a vec0 virtual table and its shadow tables): the memory module makes
+    them for the configured model, not the migrations, and a restore rebuilds them."""
+    vtabs = {
+        name for kind, name, _, sql in rows if kind == "table" and "USING VEC0" in " ".join((sql or "").upper().split())
+    }
+    return {name for _, name, _, _ in rows if name in vtabs or any(name.startswith(f"{v}_") for v in vtabs)}
+
+
+def schema_signature(conn: apsw.Connection) -> list[tuple]:
+    """The schema as comparable rows: tables by their columns, keys and foreign keys (ALTER TABLE
+    appends columns, so the CREATE text may differ); indexes, triggers, views and virtual tables
+    by their SQL. sqlite-vec's own tables are left out (see vector_tables); a trigger or view
+    that touches them is not."""
+    rows = conn.execute(SCHEMA_SQL).fetchall()
+    vector = vector_tables(rows)
+    described = []
+    for kind, name, table, sql in rows:
+        if kind == "table" and name in vector:
+            continue
+        if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
+            # Names come from the database's own schema table, quoted as identifiers.
+            quoted = '"' + name.replace('"', '""') + '"'
+            columns = sorted(tuple(c[1:6]) for c in conn.execute(f"PRAGMA table_xinfo({quoted})"))
+            keys = sorted(tuple(k[2:]) for k in conn.execute(f"PRAGMA foreign_key_list({quoted})"))
+            described.append((kind, name, table, repr(columns), repr(keys)))
+        else:
+            described.append((kind, name, table, " ".join((sql or "").split())))
+    return described
+
+
+def expected_signature(applied: list[str], steps: list[Step] | None = None) -> list[tuple]:
+    """The schema signature the migrations `applied` make on a blank database."""
+    conn = connect(":memory:")
+    try:
+        migrate(conn, None, [s for s in (STEPS if steps is None else steps) if s.name in applied])
+        return schema_signature(conn)
+    finally:
+        conn.close()
+
+
+def schema_differences(conn: apsw.Connection, steps: list[Step] | None = None) -> list[str]:
+    """How the database's schema differs from what Ash's migrations make at its own recorded
+    version, one sentence each; empty when it is exactly Ash's."""
+    applied = status(conn, STEPS if steps is None else steps).applied
+    expected = {(row[0], row[1]): row for row in expected_signature(applied, steps)}
+    actual = {(row[0], row[1]): row for row in schema_signature(conn)}
+    found = []
+    for key in sorted(actual.keys() - expected.keys()):
+        found.append(f"an extra {key[0]} {key[1]!r} that Ash's migrations do not make")
+    for key in sorted(expected.keys() - actual.keys()):
+        found.append(f"the {key[0]} {key[1]!r} is missing")
+    for key in sorted(actual.keys() & expected.keys()):
+        if actual[key] != expected[key]:
+            found.append(f"the {key[0]} {key[1]!r} is not defined as Ash defines it")
+    return found
+
+
+def harden(conn: apsw.Connection) -> apsw.Connection:
+    """Treat the file as untrusted: defensive mode (no writes to the schema through pragmas or
+    shadow tables) and no SQL functions with side effects called from its schema."""
+    conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
+    conn.config(apsw.SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
+    return conn
+
+
 def database_ready(db: Database) -> tuple[bool, str]:
     """(True, "migrated") when the database opens and has every migration applied (for /readyz)."""
     try:

@@ -11,25 +11,7 @@ from lib.db import connect
 from lib.errors import MigrationError
 from tests.support.paths import REPO
 
-SCHEMA_SQL = """
-SELECT type, name, tbl_name, sql FROM sqlite_schema
-WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE 'vec_%'
-ORDER BY type, name
-"""
-
-
-def normalized_schema(conn: apsw.Connection) -> list[tuple]:
-    """Tables by their columns, keys and foreign keys (ALTER TABLE appends columns, so order and
-    the CREATE text may differ); indexes, triggers and virtual tables by their SQL."""
-    described = []
-    for kind, name, table, sql in conn.execute(SCHEMA_SQL).fetchall():
-        if kind == "table" and not (sql or "").upper().startswith("CREATE VIRTUAL"):
-            columns = sorted(tuple(c[1:6]) for c in conn.execute(f"PRAGMA table_xinfo({name})"))
-            keys = sorted(tuple(k[2:]) for k in conn.execute(f"PRAGMA foreign_key_list({name})"))
-            described.append((kind, name, table, repr(columns), repr(keys)))
-        else:
-            described.append((kind, name, table, " ".join((sql or "").split())))
-    return described
+normalized_schema = migrate.schema_signature
 
 
 def test_blank_database_migrated_equals_schema_sql(tmp_path):
