@@ -44,6 +44,16 @@ def worker_rss_mb(server: AshServer) -> float:
     return total / 1024
 
 
+def worker_breakdown(server: AshServer) -> str:
+    """The worker's RSS split into anonymous memory (heaps, arenas, model weights) and file-backed
+    pages (shared libraries), and its thread count: where to look next."""
+    children = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read_text().split()
+    pid = int(children[0]) if children else server.proc.pid
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    mb = {k: int(fields[k].split()[0]) / 1024 for k in ("RssAnon", "RssFile")}
+    return f"anonymous {mb['RssAnon']:.0f} MB, file-backed {mb['RssFile']:.0f} MB, {fields['Threads'].strip()} threads"
+
+
 def done(db: Path) -> int:
     conn = sqlite3.connect(db)
     try:
@@ -81,11 +91,13 @@ def main() -> int:
             wait_until(lambda: done(home / "ash.db") >= args.turns, 600, "every turn")
             elapsed = time.perf_counter() - began
             end = worker_rss_mb(server)
+            split = worker_breakdown(server)
         finally:
             server.stop()
     print(f"turns: {args.turns} over {args.chats} chats in {elapsed:.0f} s")
     print("RSS along the way: " + ", ".join(f"{n}: {mb:.0f}" for n, mb in samples))
     print(f"worker RSS: start {start:.0f} MB, after first turn {first:.0f} MB, after {args.turns} turns {end:.0f} MB")
+    print(f"worker memory at the end: {split}")
     return 0
 
 
