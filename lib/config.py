@@ -122,8 +122,12 @@ class SandboxConfig(_Section):
     network_disabled: bool = True
     # Bytes of output returned to the model (head and tail kept).
     output_limit: int = 16_000
-    # Seconds a warm per-chat container may sit idle before it is reaped.
+    # Seconds a warm per-chat container may sit idle before Ash removes it (/workspace is kept).
     idle_timeout: float = 600.0
+    # Size of each chat's /workspace filesystem: writing past it fails with "No space left on device".
+    workspace_limit: str = "1g"
+    # Days a chat may go without a command before its /workspace is deleted (0: never).
+    workspace_ttl_days: float = 30.0
 
 
 class BraveSearchConfig(_Section):

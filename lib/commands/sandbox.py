@@ -45,7 +45,7 @@ def sandbox() -> None:
 @click.option("--image", default=None, help="Image name to build (default: sandbox.image from the config).")
 def build(offline: bool, base: str, mirror: str | None, image: str | None) -> None:
     """Build the sandbox image from Containerfile.sandbox, or with --offline from Debian packages."""
-    from lib.sandbox.image import DEFAULT_MIRROR, build_from_containerfile, build_offline
+    from lib.sandbox.image import DEFAULT_MIRROR, build_from_containerfile, build_offline, ensure_tools_image
 
     settings = settings_or_exit()
     image = image or settings.config.sandbox.image
@@ -63,6 +63,9 @@ def build(offline: bool, base: str, mirror: str | None, image: str | None) -> No
         else:
             image_id = build_from_containerfile(client, image, progress=click.echo)
             click.echo(f"built {image} ({image_id[7:19]}) from Containerfile.sandbox")
+        # The maintenance image that makes and attaches each chat's /workspace filesystem.
+        tools_id = ensure_tools_image(client, progress=click.echo)  # type: ignore[arg-type]
+        click.echo(f"tools image ready ({tools_id[7:19]})")
     except DockerError as exc:
         hint = "" if offline else " Without a registry, use `ash sandbox build --offline`."
         raise click.ClickException(exc.message + hint) from None
@@ -94,7 +97,8 @@ def status() -> None:
         click.echo(
             f"limits:  timeout {config.timeout:g} s, memory {config.memory_limit}, cpu {config.cpu_limit:g}, "
             f"pids {config.pids_limit}, network {network}, output {config.output_limit} bytes, "
-            f"idle reap {config.idle_timeout:g} s"
+            f"idle reap {config.idle_timeout:g} s, workspace {config.workspace_limit} "
+            f"(deleted after {config.workspace_ttl_days:g} days unused)"
         )
         box = Sandbox(config, client=client)
         containers = box.containers()
@@ -124,6 +128,23 @@ def exec_(command: tuple[str, ...], chat: str | None) -> None:
     click.echo(describe(result, settings.config.sandbox))
     # Like coreutils `timeout`: 124 when the time limit killed the command.
     sys.exit(124 if result.exit_code is None else result.exit_code)
+
+
+@sandbox.command()
+def sweep() -> None:
+    """Remove idle sandbox containers and delete workspaces unused past sandbox.workspace_ttl_days."""
+    from lib.sandbox.container import Sandbox
+
+    settings = settings_or_exit()
+    box = Sandbox(settings.config.sandbox, client=_client(timeout=60), sweeper=False)
+    try:
+        box.sweep()  # first sight: containers of other processes are timed from now
+        stopped, deleted = box.sweep()
+    except DockerError as exc:
+        raise click.ClickException(exc.message) from None
+    finally:
+        box.close()
+    click.echo(f"removed {stopped} idle container(s), deleted {deleted} expired workspace(s)")
 
 
 @sandbox.command()

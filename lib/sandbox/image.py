@@ -27,11 +27,26 @@ from typing import TYPE_CHECKING, Literal
 
 from lib.config import REPO_ROOT
 from lib.errors import DockerError
-from lib.sandbox.container import SANDBOX_ENV, SANDBOX_USER, WORKDIR
 
 if TYPE_CHECKING:
     import docker
 
+# Who commands run as, where, and the only environment they see (container.py re-exports these;
+# they live here so that container.py can build the tools image without an import cycle).
+SANDBOX_USER = "1000:1000"
+WORKDIR = "/workspace"
+# Secrets live in Ash's process, never here.
+SANDBOX_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": WORKDIR,
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+}
+# The image of the short-lived maintenance containers that attach each chat's workspace image
+# to a loop device: always static busybox (truncate, mke2fs, losetup, mount), whatever the
+# sandbox image is.
+TOOLS_IMAGE = "ash-sandbox-tools:latest"
 CONTAINERFILE = REPO_ROOT / "Containerfile.sandbox"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_SUITE = "bookworm"
@@ -104,6 +119,20 @@ def build_offline(
         root = Path(tmp) / "root"
         debootstrap(root, mirror=mirror, suite=suite, progress=progress)
         return _import(client, image, lambda tar: directory_layout(tar, root), "debootstrap"), "debootstrap"
+
+
+def ensure_tools_image(client: docker.DockerClient, progress: Progress | None = None) -> str:
+    """The maintenance image (static busybox), imported on first use; returns its id."""
+    import docker.errors
+
+    try:
+        return client.images.get(TOOLS_IMAGE).id
+    except docker.errors.ImageNotFound:
+        pass
+    except docker.errors.APIError as exc:
+        raise DockerError(exc.status_code, f"Docker engine error: {exc.explanation or exc}") from None
+    image_id, _ = build_offline(client, TOOLS_IMAGE, base="busybox", progress=progress or (lambda line: None))
+    return image_id
 
 
 def can_debootstrap() -> bool:

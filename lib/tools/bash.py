@@ -23,10 +23,11 @@ class BashTool:
     name: ClassVar[str] = "bash"
     description: ClassVar[str] = (
         "Run a shell command (bash -c) in an isolated Linux sandbox and get its output and exit code. "
-        "The working directory /workspace is private to this chat and kept between commands; /tmp is "
+        "The working directory /workspace is private to this chat, limited in size and kept between commands "
+        "(deleted after a long time unused); /tmp is "
         "scratch space cleared on restart; the rest of the filesystem is read-only. There is no network "
         "access unless the operator enabled it. Commands are killed after a time limit and long output is cut in "
-        "the middle. "
+        "the middle; background processes are killed when the command ends. "
         "The default image has bash, coreutils, python3, curl and git."
     )
     Input: ClassVar[type[msgspec.Struct]] = BashInput

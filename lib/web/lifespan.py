@@ -8,14 +8,14 @@ to tell about new turns; the memory service is handed the function that asks a m
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
 import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from litestar import Litestar
 
@@ -24,6 +24,11 @@ from lib.db import Database
 from lib.redact import install as install_redaction
 from lib.runtime import Runtime
 from lib.web.state import Services
+
+if TYPE_CHECKING:
+    from lib.agent.contract import TurnInput, TurnResult
+    from lib.telegram.sink import TelegramSink
+    from lib.telegram.updates import Runner
 
 log = logging.getLogger("ash")
 
@@ -49,20 +54,41 @@ def die_with_supervisor() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def agent_turn(runtime: Runtime, services: Services) -> Runner:
+    """The agent's turn for the Telegram handler, handed the memory service.
+
+    The agent (and through it numpy, the memory index and the tools) is imported on the first
+    turn, not at start-up: cold start is how long Telegram waits after a deploy."""
+
+    async def run(turn: TurnInput, sink: TelegramSink) -> TurnResult:
+        from lib.agent.turn import run_turn
+
+        return await run_turn(runtime, turn, sink, housekeeper=services.memory)
+
+    return run
+
+
+def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
+    """How memory asks a model for text: the router, with usage recorded (imported on first use)."""
+
+    async def complete(**kwargs) -> str:
+        from lib.agent.models import complete_text
+
+        return await complete_text(runtime, **kwargs)
+
+    return complete
+
+
 async def start_services(runtime: Runtime, services: Services) -> None:
     """Start every background service, in the order they depend on each other."""
-    # Imported here: the agent and the model SDKs load on first use, not at cold start.
-    from lib.agent.models import complete_text
-    from lib.agent.turn import run_turn
     from lib.inbox.writer import InboxWriter
     from lib.memory.service import MemoryService
     from lib.telegram.updates import telegram_worker
 
     services.writer = InboxWriter(runtime.settings.database_path, runtime.settings.bot_id)
     await services.writer.start()
-    services.memory = MemoryService(runtime.db, runtime.settings, complete=functools.partial(complete_text, runtime))
-    runner = functools.partial(run_turn, runtime, housekeeper=services.memory)
-    services.processor = telegram_worker(runtime, runner=runner)
+    services.memory = MemoryService(runtime.db, runtime.settings, complete=model_text(runtime))
+    services.processor = telegram_worker(runtime, runner=agent_turn(runtime, services))
     await services.processor.start()
     await services.memory.start()
 

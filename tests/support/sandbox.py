@@ -54,14 +54,10 @@ def new_key() -> str:
 
 
 def cleanup(client, *keys: str) -> None:
-    """Remove the test chats' containers and volumes."""
-    from lib.sandbox.container import container_name, volume_name
+    """Remove the test chats' containers and workspaces (volumes and loop devices)."""
+    from lib.sandbox.container import Sandbox
 
+    box = Sandbox(SandboxConfig(), client=client)
     for key in keys:
-        for remove in (
-            lambda k=key: client.api.remove_container(container_name(k), force=True),
-            lambda k=key: client.api.wait(container_name(k), condition="removed", timeout=15),
-            lambda k=key: client.api.remove_volume(volume_name(k), force=True),
-        ):
-            with contextlib.suppress(Exception):  # already gone
-                remove()
+        with contextlib.suppress(Exception):  # already gone
+            box.remove_workspace(key)
