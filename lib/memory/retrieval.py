@@ -1,4 +1,8 @@
-"""Hybrid retrieval: FTS5 BM25 and sqlite-vec KNN, fused by weighted reciprocal rank, recency-aware.
+"""Hybrid retrieval: FTS5 BM25 and sqlite-vec KNN, fused by their scores, recency-aware.
+
+Fusion (fuse_scores): each ranker's scores are scaled to [0, 1] between its worst and best
+candidate, weighted (FTS_WEIGHT, VECTOR_WEIGHT) and summed; a share of the query's own words in
+the item itself and a small recency nudge are added on top.
 
 Every query is scoped to what the asking user may see, inside the SQL (before ranking and
 limiting): their own messages; their own knowledge plus entries marked global; never expired
@@ -34,14 +38,12 @@ MODES = ("hybrid", "fts", "vector")
 # Candidates each ranker hands to the fusion (both lists are cut here before fusing).
 FTS_CANDIDATES = 50
 VECTOR_CANDIDATES = 64
-# Reciprocal rank fusion: score = sum(weight / (RRF_K + rank)). A small k trusts the top ranks.
-RRF_K = 60
+# Weights of the two rankers' scaled scores in the fusion (see fuse_scores).
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.5
-FUSION = "score"
 OWN_WORDS_WEIGHT = 0.4
 STEM_CHARS = 5
-# A nudge toward newer items, smaller than the gap between two adjacent ranks: it only
+# A nudge toward newer items, far smaller than any real score difference: it only
 # reorders items of (nearly) equal relevance (SEED 004: "prioritize recent at equal relevance").
 RECENCY_WEIGHT = 1e-5
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -235,16 +237,6 @@ def _recency(created_at: str, now: datetime) -> float:
     return math.exp(-age_days * math.log(2) / RECENCY_HALF_LIFE_DAYS)
 
 
-def fuse(ranked: list[tuple[list[int], float]], k: int | None = None) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of several best-first id lists."""
-    k = RRF_K if k is None else k
-    scores: dict[int, float] = {}
-    for ids, weight in ranked:
-        for rank, ref in enumerate(ids, start=1):
-            scores[ref] = scores.get(ref, 0.0) + weight / (k + rank)
-    return scores
-
-
 def fuse_scores(fts: dict[int, float], vector: dict[int, float]) -> dict[int, float]:
     """Score-aware fusion: each list's scores scaled to [0, 1] by its best, then weighted and summed."""
     scores: dict[int, float] = {}
@@ -275,10 +267,7 @@ def _rank(
 ) -> list[tuple[int, float]]:
     fts = fts if mode in ("hybrid", "fts") else {}
     vector = vector if mode in ("hybrid", "vector") else {}
-    if FUSION == "score":
-        scores = fuse_scores(fts, vector)
-    else:
-        scores = fuse([(list(fts), FTS_WEIGHT), (list(vector), VECTOR_WEIGHT)])
+    scores = fuse_scores(fts, vector)
     if mode == "hybrid" and OWN_WORDS_WEIGHT:
         # A chunk carries its neighbours' words; prefer the turn that says it over the "Ok" after it.
         wanted = _stems(query)
