@@ -83,3 +83,41 @@ def conn(db_path: Path):
 def fixture_bytes(*parts: str) -> bytes:
     """Raw bytes of a file under tests/fixtures."""
     return FIXTURES.joinpath(*parts).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def docker_client():
+    """A docker SDK client for the engine the sandbox tests use (docker-marked tests only)."""
+    from tests.support.sandbox import engine_client
+
+    client = engine_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def chat_keys(docker_client):
+    """Fresh sandbox chat keys for a test; their containers and workspaces are removed afterwards."""
+    from lib.sandbox.container import chat_key
+    from tests.support.sandbox import cleanup, new_key
+
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(new_key())
+        return made[-1]
+
+    yield make
+    # The bash tool names a chat's sandbox from (provider, chat id): clean those up too.
+    cleanup(docker_client, *made, *(chat_key("test", key) for key in made))
+
+
+@pytest.fixture
+def bot():
+    """A fake Bot API at https://tg.test (respx) recording what the bot sent and edited."""
+    import respx
+
+    from tests.support.telegram import FakeBotAPI
+
+    with respx.mock(assert_all_called=False) as router:
+        yield FakeBotAPI(router)

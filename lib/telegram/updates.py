@@ -131,11 +131,13 @@ class TelegramUpdates:
             return False
         if stop is None or stop.from_ is None or stop.from_.is_bot:
             return False
-        name, _, target = ((stop.text or "").split(maxsplit=1) or [""])[0].partition("@")
-        if name.lower() != "/stop":
-            return False
-        if target and target.lower() != ((await self.me()).get("username") or "").lower():
-            return False  # /stop@other_bot, or this bot's name is unknown: not for us
+        username = (await self.me()).get("username")
+        text = stop.text or ""
+        command = parse_command(text, username)
+        if command is None or command[0] != "stop":
+            return False  # not /stop, or /stop@other_bot
+        if "@" in text.split(maxsplit=1)[0] and not username:
+            return False  # addressed to a bot by name, and this bot's name is unknown (getMe failed)
         sender = stop.from_
         if not await self._db(access.is_allowed, self.settings, sender.id, sender.username):
             return False

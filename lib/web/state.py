@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from litestar import Litestar
 
-from lib.inbox.worker import InboxWorker
-from lib.inbox.writer import InboxWriter
-from lib.memory.service import MemoryService
-from lib.runtime import Runtime
+if TYPE_CHECKING:  # the services load when the lifespan starts them, not when a handler is imported
+    from lib.inbox.worker import InboxWorker
+    from lib.inbox.writer import InboxWriter
+    from lib.memory.service import MemoryService
+    from lib.runtime import Runtime
 
 
 @dataclass

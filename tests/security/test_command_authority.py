@@ -8,13 +8,12 @@ import json
 
 import httpx
 import pytest
-import respx
 
 from lib.agent.contract import TurnResult
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses, query
-from tests.support.telegram import TOKEN, FakeBotAPI, echo_runner, make_runtime, private_text
+from tests.support.telegram import TOKEN, echo_runner, make_runtime, private_text
 
 OWNER, ALICE, BOB, STRANGER = 1001, 2002, 3003, 4004
 GROUP = -1009876543210
@@ -33,12 +32,6 @@ def env(db_path, monkeypatch, ash_home):
 async def runtime(env):
     async with httpx.AsyncClient() as http:
         yield make_runtime(http)
-
-
-@pytest.fixture
-def bot():
-    with respx.mock(assert_all_called=False) as router:
-        yield FakeBotAPI(router)
 
 
 def group_text(update_id: int, text: str, sender: int) -> dict:

@@ -8,7 +8,6 @@ import json
 
 import httpx
 import pytest
-import respx
 
 from lib.agent.contract import TurnResult
 from lib.db import connect, one, rows
@@ -16,7 +15,7 @@ from lib.inbox import queue as inbox
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses
-from tests.support.telegram import BOT_ID, TOKEN, FakeBotAPI, echo_runner, load, make_runtime, private_text
+from tests.support.telegram import BOT_ID, TOKEN, echo_runner, load, make_runtime, private_text
 
 USER = 408258968
 
@@ -33,12 +32,6 @@ def env(db_path, monkeypatch, ash_home):
 async def runtime(env):
     async with httpx.AsyncClient() as http:
         yield make_runtime(http)
-
-
-@pytest.fixture
-def bot():
-    with respx.mock(assert_all_called=False) as router:
-        yield FakeBotAPI(router)
 
 
 def deliver(runtime, *updates: dict) -> None:
