@@ -33,8 +33,9 @@ CREATE TABLE sessions (
 CREATE UNIQUE INDEX sessions_open_chat ON sessions (provider, chat_id) WHERE closed_at IS NULL;
 CREATE INDEX sessions_user ON sessions (user_id, updated_at);
 
--- Every user message and answer. owner_user_id is the person the exchange belongs to
--- (the asker); retrieval only ever returns a user's own messages.
+-- Every user message and answer. owner_user_id is whose memory it is (lib/memory/scope.py):
+-- the person in a private chat, "chat:<chat id>" in a group; retrieval only ever returns the
+-- asking chat's own messages. speaker_user_id is who wrote a user message.
 CREATE TABLE messages (
     id INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -44,13 +45,16 @@ CREATE TABLE messages (
     token_count INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL,
     update_id INTEGER,
-    metadata TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}',
+    speaker_user_id TEXT
 );
 CREATE INDEX messages_session ON messages (session_id, id);
 CREATE INDEX messages_owner ON messages (owner_user_id, id);
 CREATE INDEX messages_update ON messages (session_id, update_id) WHERE update_id IS NOT NULL;
+CREATE INDEX messages_speaker ON messages (speaker_user_id) WHERE speaker_user_id IS NOT NULL;
 
--- Knowledge: facts and notes. owner_user_id NULL with is_global = 1 is visible to everyone.
+-- Knowledge: facts and notes, owned like messages. owner_user_id NULL with is_global = 1 is
+-- visible to everyone.
 CREATE TABLE memories (
     id INTEGER PRIMARY KEY,
     content TEXT NOT NULL,

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 import msgspec
 
 from lib.agent.contract import OutputSink, TurnInput, TurnResult
-from lib.agent.prompt import build_system_prompt, is_owner
+from lib.agent.prompt import build_system_prompt, is_owner, speaker_name
 from lib.agent.usage import over_budget
 from lib.db import monotonic_ms
 from lib.errors import LLMError, user_message
 from lib.llm.types import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lib.memory import api as memory_api
 from lib.memory import store
+from lib.memory.scope import is_group, memory_owner
 from lib.memory.service import MemoryService
 from lib.memory.store import Session, StoredMessage
 from lib.runtime import Runtime
@@ -63,7 +64,8 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
         retrieved = memory_api.retrieve_context(
             conn,
             settings,
-            user_id=turn.user_id,
+            # This chat's memory only: in a group, the group's (lib/memory/scope.py).
+            user_id=_owner(turn),
             query=turn.text,
             session_id=session.id,
             token_budget=memory.retrieval_token_budget,
@@ -80,9 +82,26 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
     return _Prepared(session, system, history)
 
 
+def _owner(turn: TurnInput) -> str:
+    """Whose memory this turn reads and writes: the person's, or in a group the group's."""
+    return memory_owner(turn.chat_type, turn.chat_id, turn.user_id)
+
+
+def _attributed(text: str, speaker: str | None, speaker_id: str | None) -> str:
+    """A group member's words, marked with who wrote them (several people share one chat)."""
+    if not speaker:
+        return text
+    return f"[{speaker}, user {speaker_id}] {text}" if speaker_id else f"[{speaker}] {text}"
+
+
 def _history_messages(history: list[StoredMessage]) -> list[Message]:
     messages = [
-        Message(m.role, (TextBlock(m.content),)) for m in history if m.role in ("user", "assistant") and m.content
+        Message(
+            m.role,
+            (TextBlock(_attributed(m.content, m.metadata.get("speaker"), m.speaker_user_id)),),
+        )
+        for m in history
+        if m.role in ("user", "assistant") and m.content
     ]
     # A conversation sent to the model starts with the user.
     while messages and messages[0].role != "user":
@@ -93,6 +112,8 @@ def _history_messages(history: list[StoredMessage]) -> list[Message]:
 def _user_message(turn: TurnInput) -> Message:
     blocks: list = [ImageBlock(image.data, image.media_type) for image in turn.images]
     text = turn.text or ("(an image)" if turn.images else "")
+    if is_group(turn.chat_type):
+        text = _attributed(text, speaker_name(turn), turn.user_id)
     blocks.append(TextBlock(text))
     return Message("user", tuple(blocks))
 
@@ -175,6 +196,7 @@ async def run_turn(
         session_id=session.id,
         provider=turn.provider,
         is_owner=is_owner(settings, turn),
+        memory_owner=_owner(turn),
         settings=settings,
         db=runtime.db,
         http=runtime.http,
@@ -254,6 +276,8 @@ async def run_turn(
                 answer_text=answer,
                 update_id=turn.update_id,
                 embed=housekeeper is None,
+                owner=_owner(turn),
+                speaker=speaker_name(turn) if is_group(turn.chat_type) else None,
             )
         )
     except Exception:

@@ -40,7 +40,8 @@ def retrieve_context(
     session_id: int | None = None,
     token_budget: int | None = None,
 ) -> list[SearchResult]:
-    """Past messages and knowledge relevant to `query` that `user_id` may see, best first,
+    """Past messages and knowledge relevant to `query` that `user_id` (a memory owner: a
+    person, or a group, see lib/memory/scope.py) may see, best first,
     within `token_budget` (lowest relevance cut first). Messages already in the session's
     recent window may be excluded by the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
@@ -69,12 +70,20 @@ def record_turn(
     answer_text: str,
     update_id: int | None = None,
     embed: bool = True,
+    owner: str | None = None,
+    speaker: str | None = None,
 ) -> tuple[int, int]:
     """Persist the user's message and the answer, index both; returns their message ids.
+
+    `user_id` wrote the message; `owner` is whose memory the exchange joins (default: the
+    writer's own; a group's in a group, see lib/memory/scope.py), and `speaker` the writer's
+    name, kept so a shared transcript says who said what.
 
     A turn resumed after a crash may be recorded twice for one update: the second time the
     stored answer is replaced rather than the exchange duplicated. With `embed=False` only the
     full-text index is written now; `lib.memory.index.backfill_vectors` adds the vectors."""
+    owner = owner or user_id
+    said = {"speaker": speaker, "speaker_id": user_id} if speaker else None
     # It reads before it writes: take the write lock first, or another process's commit in
     # between makes SQLite answer "database is locked" at once (lib.db.immediate).
     with immediate(conn):
@@ -83,15 +92,26 @@ def record_turn(
             user_msg, answer = recorded
             conn.execute(REPLACE_ANSWER_SQL, (answer_text, estimate_tokens(answer_text), answer))
         else:
-            user_msg = store.add_message(conn, session_id, user_id, "user", user_text, update_id=update_id)
-            answer = store.add_message(conn, session_id, user_id, "assistant", answer_text, update_id=update_id)
+            user_msg = store.add_message(
+                conn,
+                session_id,
+                owner,
+                "user",
+                user_text,
+                update_id=update_id,
+                metadata=said,
+                speaker_user_id=user_id,
+            )
+            answer = store.add_message(conn, session_id, owner, "assistant", answer_text, update_id=update_id)
     # After the commit: the turn is safe even if indexing is slow; embeddings degrade on their own.
     # The session's previous message is reindexed too: its chunk now gains this turn as context.
     previous = conn.execute(PREVIOUS_MESSAGE_SQL, (session_id, user_msg)).fetchone()
     index_messages(conn, settings, [*(previous or ()), user_msg, answer], embed=embed)
     if recorded:
         return user_msg, answer
-    # Fact extraction runs later, debounced per user (lib/memory/extraction.py).
-    if len(user_text) >= settings.config.memory.extraction_min_message_length:
+    # Fact extraction runs later, debounced per user (lib/memory/extraction.py). It writes facts
+    # about one person into their own memory, so it reads only their own chats: a group's words
+    # stay in the group's transcript, searchable there.
+    if owner == user_id and len(user_text) >= settings.config.memory.extraction_min_message_length:
         enqueue_extraction(conn, settings, user_id, user_msg)
     return user_msg, answer

@@ -18,12 +18,16 @@ from lib.db import immediate, one, rows
 from lib.memory import knowledge, store
 
 USER_MESSAGES_SQL = "SELECT id FROM messages WHERE owner_user_id = ?"
+# What the person wrote in groups (owned by the group, lib/memory/scope.py), and the answers to it.
+SPOKEN_ELSEWHERE_SQL = """
+SELECT id, session_id FROM messages WHERE speaker_user_id = :user AND owner_user_id IS NOT :user
+"""
 USER_MEMORIES_SQL = "SELECT id FROM memories WHERE owner_user_id = ?"
 # The content hashes of a set of index chunks: their embeddings are cached under these.
 CHUNK_HASHES_SQL = "SELECT DISTINCT content_hash FROM search_chunks WHERE kind = ? AND ref_id = ?"
 HASH_STILL_USED_SQL = "SELECT 1 FROM search_chunks WHERE content_hash = ? LIMIT 1"
 # Sessions whose transcript included the person: their compaction summaries may quote them.
-TOUCHED_SESSIONS_SQL = "SELECT DISTINCT session_id FROM messages WHERE owner_user_id = ?"
+TOUCHED_SESSIONS_SQL = "SELECT DISTINCT session_id FROM messages WHERE owner_user_id = :user OR speaker_user_id = :user"
 EMPTY_OWN_SESSIONS_SQL = """
 SELECT id FROM sessions s
 WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
@@ -123,13 +127,26 @@ def _erase(
 Eraser = Callable[[apsw.Connection, str], int]
 
 
+def _with_answers(conn: apsw.Connection, messages: list[dict]) -> list[int]:
+    """The ids of these messages and of the answer that followed each (it often repeats them)."""
+    found: set[int] = set()
+    for message in messages:
+        found.add(message["id"])
+        answer = one(conn, ANSWER_AFTER_SQL, {"session": message["session_id"], "id": message["id"]})
+        if answer:
+            found.add(answer["id"])
+    return sorted(found)
+
+
 def forget_user(
     conn: apsw.Connection, settings: Settings, user_id: str, actor: str, *, erasers: dict[str, Eraser] | None = None
 ) -> dict:
-    """Delete everything Ash holds about a person; returns counts (what `/forget` does)."""
+    """Delete everything Ash holds about a person; returns counts (what `/forget` does): their
+    own memory, and what they wrote in groups together with the answers to it."""
     message_ids = [r["id"] for r in rows(conn, USER_MESSAGES_SQL, (user_id,))]
+    message_ids += _with_answers(conn, rows(conn, SPOKEN_ELSEWHERE_SQL, {"user": user_id}))
     memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
-    touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, (user_id,))]
+    touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, {"user": user_id})]
     neighbours = _surviving_neighbours(conn, message_ids)
     with secure_delete(conn), immediate(conn):
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
@@ -211,16 +228,8 @@ def forget_memory(
         if (r := one(conn, "SELECT source_message_id FROM memories WHERE id = ?", (memory_id,)))
         and r["source_message_id"] is not None
     ]
-    message_ids: list[int] = []
-    for message_id in sources:
-        found = one(conn, "SELECT id, session_id FROM messages WHERE id = ?", (message_id,))
-        if found is None:
-            continue
-        message_ids.append(found["id"])
-        answer = one(conn, ANSWER_AFTER_SQL, {"session": found["session_id"], "id": found["id"]})
-        if answer:
-            message_ids.append(answer["id"])
-    message_ids = sorted(set(message_ids))
+    found = [one(conn, "SELECT id, session_id FROM messages WHERE id = ?", (message_id,)) for message_id in sources]
+    message_ids = _with_answers(conn, [f for f in found if f is not None])
     neighbours = _surviving_neighbours(conn, message_ids)
     with secure_delete(conn), immediate(conn):
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)

@@ -32,6 +32,7 @@ class StoredMessage:
     token_count: int
     created_at: str
     metadata: dict
+    speaker_user_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,13 @@ VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (provider, chat_id) WHERE closed_at IS NULL DO NOTHING
 """
 INSERT_MESSAGE_SQL = """
-INSERT INTO messages (session_id, owner_user_id, role, content, token_count, created_at, update_id, metadata)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO messages (session_id, owner_user_id, role, content, token_count, created_at, update_id, metadata,
+                      speaker_user_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 RECENT_MESSAGES_SQL = """
 SELECT * FROM (
-    SELECT id, session_id, owner_user_id, role, content, token_count, created_at, metadata
+    SELECT id, session_id, owner_user_id, role, content, token_count, created_at, metadata, speaker_user_id
     FROM messages WHERE session_id = ? AND id > ? ORDER BY id DESC LIMIT ?
 ) ORDER BY id
 """
@@ -110,8 +112,10 @@ def add_message(
     update_id: int | None = None,
     metadata: dict | None = None,
     created_at: str | None = None,
+    speaker_user_id: str | None = None,
 ) -> int:
-    """Append a message to a session; returns its id (`created_at` for imported history)."""
+    """Append a message to a session; returns its id (`created_at` for imported history).
+    `owner_user_id` is whose memory it is (lib/memory/scope.py), `speaker_user_id` who wrote it."""
     stamp = created_at or now_iso()
     with immediate(conn):
         conn.execute(
@@ -125,6 +129,7 @@ def add_message(
                 stamp,
                 update_id,
                 json.dumps(metadata or {}),
+                speaker_user_id,
             ),
         )
         message_id = conn.last_insert_rowid()

@@ -40,6 +40,7 @@ STEPS: list[Step] = [
     _sql_step("m002_inbox_reply_parts"),
     _sql_step("m003_chunk_embedded"),
     _sql_step("m004_inbox_open"),
+    _sql_step("m005_group_privacy"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

@@ -40,6 +40,14 @@ DENIED = (
     "ask them to run `ash users allow {user_id}`."
 )
 FAILED = "Sorry, I could not answer this message; I tried {attempts} times. Please send it again later."
+# Commands about one person's own memory: in a group the answer goes to their private chat, so
+# the group never reads it (lib/memory/scope.py).
+PRIVATE_COMMANDS = frozenset({"memory", "forget"})
+SENT_PRIVATELY = "I've answered you in our private chat."
+OPEN_PRIVATELY = (
+    "I can't write to you privately until you start a chat with me: open {link}, press Start, "
+    "then send /{command} there."
+)
 UNSUPPORTED = {
     "voice": "I can't listen to voice messages yet; please type your message.",
     "audio": "I can't listen to audio yet; please type your message.",
@@ -247,6 +255,8 @@ class TelegramUpdates:
                 )
 
             reply = await self._db(command_reply)
+            if group and command[0] in PRIVATE_COMMANDS:
+                return await self._answer_privately(claim, message, reply, command[0])
             await self._reply(sink, reply)
             return "done", f"command /{command[0]}"
         for kind, notice in UNSUPPORTED.items():
@@ -278,6 +288,26 @@ class TelegramUpdates:
         if not sink.finished:
             await sink.finish(result.text or "…")
         return "done", None if result.ok else "turn reported failure"
+
+    async def _answer_privately(
+        self, claim: inbox.Claim, message: Message, reply: Reply, command: str
+    ) -> tuple[str, str | None]:
+        """Send a command's answer to the sender's private chat and say so in the group; when
+        Telegram refuses (they never started the bot, or blocked it: 403), post a link that
+        starts the private chat instead. That 403 blocks nothing: the group still gets answers."""
+        user, chat, thread = message.from_, message.chat, message.message_thread_id
+        try:
+            await self._reply(self._sink(claim, user.id, "private", None), reply)
+        except Forbidden as exc:
+            log.info("user %s has no private chat with the bot (%s); linking it in the group", user.id, exc.message)
+            username = (await self.me()).get("username")
+            link = f"https://t.me/{username}?start" if username else "a private chat with me"
+            notice, note = OPEN_PRIVATELY.format(link=link, command=command), f"command /{command}: no private chat"
+        else:
+            notice, note = SENT_PRIVATELY, f"command /{command}: answered privately"
+        with contextlib.suppress(TelegramError):
+            await self.client.send_message(chat.id, notice, message_thread_id=thread)
+        return "done", note
 
     async def _callback(self, update: Update) -> tuple[str, str | None]:
         query = update.callback_query

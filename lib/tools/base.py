@@ -25,12 +25,20 @@ class ToolContext:
     session_id: int | None
     provider: str = "telegram"
     is_owner: bool = False
+    # Whose memory the memory tools read and write: the person's own, or in a group the
+    # group's (lib/memory/scope.py); None means `user_id`'s.
+    memory_owner: str | None = None
     settings: Settings = field(kw_only=True)
     db: Database | None = field(default=None, kw_only=True)
     # The process's HTTP client; None builds a short-lived one (tests, one-shot commands).
     http: httpx.AsyncClient | None = field(default=None, kw_only=True)
     # The sandbox to run commands in; None means the process's shared one for settings.sandbox.
     sandbox: Sandbox | None = field(default=None, kw_only=True)
+
+    @property
+    def memory(self) -> str:
+        """The memory owner the memory tools act on."""
+        return self.memory_owner or self.user_id
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""The agent's memory tools: `remember`, `recall` and `forget`, always scoped to the asking user.
+"""The agent's memory tools: `remember`, `recall` and `forget`, always scoped to the chat's memory.
 
-The user id comes from the tool context (who is talking), never from the model's arguments,
-so one person can never read or delete another person's memory through these tools.
+The owner comes from the tool context (who is talking, and where), never from the model's
+arguments: in a private chat it is the person's own memory, in a group the group's
+(lib/memory/scope.py). So no one can read or delete another person's memory through these
+tools, and what is remembered in a group stays with the group, whoever's turn it was.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Remember:
                 db.conn(),
                 settings,
                 args.content,
-                owner_user_id=context.user_id,
+                owner_user_id=context.memory,
                 expires_at=args.expires_at,
                 source="tool",
             )
@@ -81,7 +83,7 @@ class Recall:
 
         def search() -> list:
             return retrieval.search_all(
-                db.conn(), settings, user_id=context.user_id, query=args.query, limit=RECALL_LIMIT
+                db.conn(), settings, user_id=context.memory, query=args.query, limit=RECALL_LIMIT
             )
 
         results = await asyncio.to_thread(search)
@@ -119,7 +121,7 @@ class Forget:
 
         def run() -> dict | None:
             return forget.forget_memory(
-                db.conn(), settings, context.user_id, target, f"user:{context.user_id}", include_global=context.is_owner
+                db.conn(), settings, context.memory, target, f"user:{context.user_id}", include_global=context.is_owner
             )
 
         result = await asyncio.to_thread(run)
