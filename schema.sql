@@ -150,6 +150,8 @@ CREATE TABLE chats (
     denied_notice_at TEXT,
     updated_at TEXT NOT NULL
 );
+-- The denial cap counts the last minute's denials (lib/telegram/access.py).
+CREATE INDEX chats_denied ON chats (denied_notice_at) WHERE denied_notice_at IS NOT NULL;
 
 CREATE TABLE tool_executions (
     id INTEGER PRIMARY KEY,

@@ -41,6 +41,7 @@ STEPS: list[Step] = [
     _sql_step("m003_chunk_embedded"),
     _sql_step("m004_inbox_open"),
     _sql_step("m005_group_privacy"),
+    _sql_step("m006_denials_index"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """
