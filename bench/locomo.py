@@ -1,6 +1,6 @@
 """Retrieval quality on LoCoMo: recall@5/@10 of the evidence turns, BM25 vs vectors vs hybrid.
 
-    .venv/bin/python bench/locomo.py [DATA_FILE]
+    .venv/bin/python bench/locomo.py [DATA_FILE] [--tuned 3]
 
 DATA_FILE defaults to ../shared/eval/data/locomo-dev.json (relative to the repository); any
 file in the LoCoMo format works. The protocol is ../shared/eval/README.md: each conversation
@@ -8,7 +8,11 @@ becomes one user's history, written through the real write path (store.add_messa
 index.index_message) into a temporary database; every question is asked through the real
 retrieval path (retrieval.search_messages for that user). Only session turns are indexed (the
 text plus the image caption); observation and the summaries, which carry the gold ids, never.
-The last line reads `hybrid recall@10 overall: 0.NNN`.
+Also in the same run: `bm25-bare`, plain FTS5 BM25 over the bare turn texts (no context, no
+vectors: the baseline every change must beat), and `prompt`, what actually reaches the prompt
+(memory.api.retrieve_context: relevance floor and token budget applied, any number of items).
+With `--tuned N` the first N conversations (the ones tuning looked at) and the rest are also
+reported apart. The last line reads `hybrid recall@10 overall: 0.NNN`.
 """
 
 from __future__ import annotations
@@ -31,13 +35,20 @@ import lib.migrations as migrate  # noqa: E402
 from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
+from lib.memory.api import retrieve_context  # noqa: E402
 from lib.memory.index import index_message  # noqa: E402
-from lib.memory.retrieval import MODES, close_side_connections, search_messages  # noqa: E402
+from lib.memory.retrieval import MODES, close_side_connections, fts_query, search_messages  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVIDENCE = re.compile(r"D\d+:\d+")
 KS = (5, 10)
+BARE = "bm25-bare"
+PROMPT = "prompt"
+BARE_SQL = """
+SELECT rowid FROM bare_fts WHERE bare_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))
+ORDER BY bm25(bare_fts) LIMIT ?
+"""
 
 
 def session_time(text: str) -> datetime:
@@ -84,33 +95,88 @@ def index_all(conn, settings, message_ids: list[int]) -> None:
         index_message(conn, settings, message_id)
 
 
+def index_bare(conn, message_ids: list[int]) -> None:
+    """The baseline's index: each turn's own text (and image caption) alone, same tokenizer."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS bare_fts USING fts5 "
+        "(content, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    with conn:
+        for message_id in message_ids:
+            content, metadata = conn.execute(
+                "SELECT content, metadata FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            caption = json.loads(metadata).get("image_caption")
+            text = f"{content} [image: {caption}]" if caption else content
+            conn.execute("INSERT INTO bare_fts (rowid, content) VALUES (?, ?)", (message_id, text))
+
+
+def bare_search(conn, query: str, message_ids: list[int], limit: int) -> list[int]:
+    expression = fts_query(query)
+    if not expression:
+        return []
+    return [row[0] for row in conn.execute(BARE_SQL, (expression, json.dumps(message_ids), limit))]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def print_table(title: str, recall: dict, modes: list[str]) -> None:
+    names = [*CATEGORIES.values()]
+    print(title)
+    print(f"{'mode':<10} {'k':>3} " + " ".join(f"{n:>12}" for n in names) + f" {'overall':>9}")
+    for mode in modes:
+        for k in recall[mode]:
+            per = recall[mode][k]
+            cells = " ".join(f"{mean(per.get(n, [])):>12.3f}" for n in names)
+            overall = mean([v for values in per.values() for v in values])
+            print(f"{mode:<10} {k:>3} {cells} {overall:>9.3f}")
+
+
 @click.command()
 @click.argument("data_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=DEFAULT_DATA)
 @click.option("--conversations", type=int, default=None, help="Only the first N conversations (quick runs).")
-def main(data_file: Path, conversations: int | None) -> None:
+@click.option(
+    "--tuned",
+    type=int,
+    default=0,
+    help="Also report the first N conversations (those looked at while tuning) and the rest apart.",
+)
+def main(data_file: Path, conversations: int | None, tuned: int) -> None:
     """Run the LoCoMo retrieval benchmark on DATA_FILE and print recall per category and mode."""
     samples = json.loads(data_file.read_text(encoding="utf-8"))[:conversations]
+    modes = [*MODES, BARE]
+    groups = {"all": range(len(samples))}
+    if 0 < tuned < len(samples):
+        groups |= {
+            f"tuned (first {tuned})": range(tuned),
+            f"held out (last {len(samples) - tuned})": range(tuned, len(samples)),
+        }
     with tempfile.TemporaryDirectory(prefix="ash-locomo-") as tmp:
         settings = load_settings({"ASH_HOME": tmp})
         conn = connect(settings.database_path)
         migrate.migrate(conn)
-        # recall[mode][category] -> list of per-question recall@k
-        recall = {m: {k: {} for k in KS} for m in MODES}
-        latency: dict[str, list[float]] = {m: [] for m in MODES}
+        # recall[group][mode][k][category] -> list of per-question recall@k
+        recall = {g: {m: {k: {} for k in KS} for m in modes} | {PROMPT: {"all": {}}} for g in groups}
+        latency: dict[str, list[float]] = {m: [] for m in modes}
+        prompt_items: list[int] = []
         turns = questions = skipped = 0
         index_seconds = 0.0
-        for sample in samples:
+        for number, sample in enumerate(samples):
             user_id, dia_of, count = load_conversation(conn, sample)
             turns += count
             started = time.perf_counter()
             index_all(conn, settings, list(dia_of))
             index_seconds += time.perf_counter() - started
+            index_bare(conn, list(dia_of))
             known = set(dia_of.values())
+            mine = [g for g, members in groups.items() if number in members]
             for qa in sample["qa"]:
                 evidence = {e for entry in qa.get("evidence", []) for e in EVIDENCE.findall(entry)} & known
                 if not evidence:
@@ -118,20 +184,30 @@ def main(data_file: Path, conversations: int | None) -> None:
                     continue
                 questions += 1
                 category = CATEGORIES.get(qa["category"], str(qa["category"]))
-                for mode in MODES:
+                for mode in modes:
                     started = time.perf_counter()
-                    found = search_messages(
-                        conn, settings, user_id=user_id, query=qa["question"], limit=max(KS), mode=mode
-                    )
+                    if mode == BARE:
+                        ranked = [dia_of.get(i) for i in bare_search(conn, qa["question"], list(dia_of), max(KS))]
+                    else:
+                        found = search_messages(
+                            conn, settings, user_id=user_id, query=qa["question"], limit=max(KS), mode=mode
+                        )
+                        ranked = [dia_of.get(r.id) for r in found]
                     latency[mode].append((time.perf_counter() - started) * 1000)
-                    ranked = [dia_of.get(r.id) for r in found]
                     for k in KS:
                         hit = len(evidence & set(ranked[:k])) / len(evidence)
-                        recall[mode][k].setdefault(category, []).append(hit)
+                        for group in mine:
+                            recall[group][mode][k].setdefault(category, []).append(hit)
+                shown = retrieve_context(conn, settings, user_id=user_id, query=qa["question"])
+                prompt_items.append(len(shown))
+                reached = {dia_of.get(r.id) for r in shown if r.source_type == "message"}
+                for group in mine:
+                    recall[group][PROMPT]["all"].setdefault(category, []).append(
+                        len(evidence & reached) / len(evidence)
+                    )
         close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
 
-    names = [*CATEGORIES.values()]
     print(
         f"LoCoMo retrieval: {data_file.name}, {len(samples)} conversations, {turns} turns, "
         f"{questions} questions ({skipped} without evidence skipped)"
@@ -140,20 +216,15 @@ def main(data_file: Path, conversations: int | None) -> None:
         f"indexing: {index_seconds * 1000 / max(turns, 1):.1f} ms per turn "
         f"(chunks, FTS5 and local embeddings; {index_seconds:.1f} s in all)"
     )
-    header = f"{'mode':<8} {'k':>3} " + " ".join(f"{n:>12}" for n in names) + f" {'overall':>9}"
-    print(header)
-    for mode in MODES:
-        for k in KS:
-            per = recall[mode][k]
-            cells = " ".join(f"{statistics.fmean(per[n]) if per.get(n) else float('nan'):>12.3f}" for n in names)
-            overall = statistics.fmean([v for values in per.values() for v in values])
-            print(f"{mode:<8} {k:>3} {cells} {overall:>9.3f}")
-    for mode in MODES:
+    for group in groups:
+        print_table(f"\n{group}:", recall[group], [*modes, PROMPT])
+    print(f"\nprompt: {mean(prompt_items):.1f} items on average reach the prompt (k = all of them)")
+    for mode in modes:
         print(
             f"query latency {mode}: p50 {percentile(latency[mode], 0.5):.1f} ms, "
             f"p95 {percentile(latency[mode], 0.95):.1f} ms"
         )
-    overall = statistics.fmean([v for values in recall["hybrid"][10].values() for v in values])
+    overall = mean([v for values in recall["all"]["hybrid"][10].values() for v in values])
     print(f"hybrid recall@10 overall: {overall:.3f}")
 
 

@@ -2,7 +2,9 @@
 
 Fusion (fuse_scores): each ranker's scores are scaled to [0, 1] between its worst and best
 candidate, weighted (FTS_WEIGHT, VECTOR_WEIGHT) and summed; a share of the query's own words in
-the item itself and a small recency nudge are added on top.
+the item itself and a small recency nudge are added on top. Messages are then ranked as parts of
+their conversation (lib/memory/conversation.py): neighbours share scores, and a named speaker's
+turns are preferred.
 
 Every query is scoped to what the asking user may see, inside the SQL (before ranking and
 limiting): their own messages; their own knowledge plus entries marked global; never expired
@@ -28,7 +30,7 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import connect, now_iso, rows
-from lib.memory import vectors
+from lib.memory import conversation, vectors
 from lib.memory.embeddings import embed_texts, model_key
 from lib.memory.types import SearchResult
 
@@ -262,9 +264,10 @@ def own_words(query: str | set[str], text: str) -> float:
     return len(wanted & _stems(text)) / len(wanted) if wanted else 0.0
 
 
-def _rank(
+def _fused(
     fts: dict[int, float], vector: dict[int, float], items: dict[int, dict], mode: str, query: str
-) -> list[tuple[int, float]]:
+) -> dict[int, float]:
+    """The two rankers' scores fused, plus the share of the query's words in each item itself."""
     fts = fts if mode in ("hybrid", "fts") else {}
     vector = vector if mode in ("hybrid", "vector") else {}
     scores = fuse_scores(fts, vector)
@@ -272,6 +275,11 @@ def _rank(
         # A chunk carries its neighbours' words; prefer the turn that says it over the "Ok" after it.
         wanted = _stems(query)
         scores = {ref: s + OWN_WORDS_WEIGHT * own_words(wanted, items[ref]["content"]) for ref, s in scores.items()}
+    return scores
+
+
+def _ordered(scores: dict[int, float], items: dict[int, dict]) -> list[tuple[int, float]]:
+    """Best first, with the recency nudge deciding near-ties."""
     now = datetime.now(UTC)
     final = {ref: s + RECENCY_WEIGHT * _recency(items[ref]["created_at"], now) for ref, s in scores.items()}
     return sorted(final.items(), key=lambda item: -item[1])
@@ -314,7 +322,24 @@ def search_messages(
     if not candidates:
         return []
     by_id = {r["id"]: r for r in rows(conn, MESSAGES_SQL, (user_id, json.dumps(candidates)))}
-    return _results("message", _message_metadata, fts, vector_hits, by_id, mode=mode, query=query, limit=limit)
+
+    def in_conversation(scores: dict[int, float]) -> dict[int, float]:
+        if mode != "hybrid":
+            return scores  # the single rankers stay plain, for comparison
+        scores = conversation.spread_to_neighbours(conn, user_id, scores, by_id)
+        return conversation.prefer_named_speaker(scores, by_id, query)
+
+    return _results(
+        "message",
+        _message_metadata,
+        fts,
+        vector_hits,
+        by_id,
+        mode=mode,
+        query=query,
+        limit=limit,
+        adjust=in_conversation,
+    )
 
 
 def _message_metadata(row: dict) -> dict:
@@ -408,13 +433,18 @@ def _results(
     mode: str,
     query: str,
     limit: int,
+    adjust: Callable[[dict[int, float]], dict[int, float]] | None = None,
 ) -> list[SearchResult]:
-    """The candidates `by_id` holds, fused and cut to `limit`; `describe(row)` adds to each one's metadata."""
+    """The candidates `by_id` holds, fused, adjusted (`adjust` may add rows to `by_id`) and cut to
+    `limit`; `describe(row)` adds to each one's metadata."""
     # Only ids the canonical table confirms as visible to this user survive (belt and braces).
     fts = {i: s for i, s in fts.items() if i in by_id}
     vector_hits = {i: s for i, s in vector_hits.items() if i in by_id}
+    scores = _fused(fts, vector_hits, by_id, mode, query)
+    if adjust is not None:
+        scores = adjust(scores)
     results = []
-    for ref, score in _rank(fts, vector_hits, by_id, mode, query)[:limit]:
+    for ref, score in _ordered(scores, by_id)[:limit]:
         row = by_id[ref]
         metadata = {**json.loads(row["metadata"] or "{}"), "created_at": row["created_at"], **describe(row)}
         # Knowledge rows have no token count: their results keep the default.
