@@ -40,15 +40,13 @@ from lib.memory.index import index_message  # noqa: E402
 from lib.memory.retrieval import MODES, close_side_connections, fts_query, search_messages  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
+SMALL_TALK = REPO / "bench" / "data" / "small_talk.txt"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVIDENCE = re.compile(r"D\d+:\d+")
 KS = (5, 10)
 BARE = "bm25-bare"
 PROMPT = "prompt"
-BARE_SQL = """
-SELECT rowid FROM bare_fts WHERE bare_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))
-ORDER BY bm25(bare_fts) LIMIT ?
-"""
+BARE_SQL = "SELECT rowid FROM bare_fts WHERE bare_fts MATCH ? ORDER BY bm25(bare_fts) LIMIT ?"
 
 
 def session_time(text: str) -> datetime:
@@ -96,12 +94,14 @@ def index_all(conn, settings, message_ids: list[int]) -> None:
 
 
 def index_bare(conn, message_ids: list[int]) -> None:
-    """The baseline's index: each turn's own text (and image caption) alone, same tokenizer."""
+    """The baseline's index: each turn's own text (and image caption) alone, same tokenizer; one
+    conversation at a time (the table is emptied first)."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS bare_fts USING fts5 "
         "(content, tokenize = 'porter unicode61 remove_diacritics 2')"
     )
     with conn:
+        conn.execute("DELETE FROM bare_fts")
         for message_id in message_ids:
             content, metadata = conn.execute(
                 "SELECT content, metadata FROM messages WHERE id = ?", (message_id,)
@@ -111,11 +111,11 @@ def index_bare(conn, message_ids: list[int]) -> None:
             conn.execute("INSERT INTO bare_fts (rowid, content) VALUES (?, ?)", (message_id, text))
 
 
-def bare_search(conn, query: str, message_ids: list[int], limit: int) -> list[int]:
+def bare_search(conn, query: str, limit: int) -> list[int]:
     expression = fts_query(query)
     if not expression:
         return []
-    return [row[0] for row in conn.execute(BARE_SQL, (expression, json.dumps(message_ids), limit))]
+    return [row[0] for row in conn.execute(BARE_SQL, (expression, limit))]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -166,6 +166,8 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
         recall = {g: {m: {k: {} for k in KS} for m in modes} | {PROMPT: {"all": {}}} for g in groups}
         latency: dict[str, list[float]] = {m: [] for m in modes}
         prompt_items: list[int] = []
+        small_talk = [line.strip() for line in SMALL_TALK.read_text().splitlines() if line.strip()[:1] not in ("", "#")]
+        small_talk_items: list[int] = []
         turns = questions = skipped = 0
         index_seconds = 0.0
         for number, sample in enumerate(samples):
@@ -187,7 +189,7 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
                 for mode in modes:
                     started = time.perf_counter()
                     if mode == BARE:
-                        ranked = [dia_of.get(i) for i in bare_search(conn, qa["question"], list(dia_of), max(KS))]
+                        ranked = [dia_of.get(i) for i in bare_search(conn, qa["question"], max(KS))]
                     else:
                         found = search_messages(
                             conn, settings, user_id=user_id, query=qa["question"], limit=max(KS), mode=mode
@@ -205,6 +207,8 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
                     recall[group][PROMPT]["all"].setdefault(category, []).append(
                         len(evidence & reached) / len(evidence)
                     )
+            for message in small_talk:  # against this conversation as a populated memory
+                small_talk_items.append(len(retrieve_context(conn, settings, user_id=user_id, query=message)))
         close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
 
@@ -219,6 +223,10 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
     for group in groups:
         print_table(f"\n{group}:", recall[group], [*modes, PROMPT])
     print(f"\nprompt: {mean(prompt_items):.1f} items on average reach the prompt (k = all of them)")
+    print(
+        f"small talk ({len(small_talk)} messages of {SMALL_TALK.name} x {len(samples)} memories): "
+        f"{mean(small_talk_items):.2f} items on average reach the prompt, at most {max(small_talk_items, default=0)}"
+    )
     for mode in modes:
         print(
             f"query latency {mode}: p50 {percentile(latency[mode], 0.5):.1f} ms, "

@@ -1,0 +1,91 @@
+"""Messages ranked as parts of a conversation (lib/memory/conversation.py): a turn that only says
+"it" is found through the turns around it, and a question naming a person prefers their words.
+Small synthetic conversations over a real SQLite file and the real write path (full-text
+ranking alone: embeddings off, so what moves is the conversation step)."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+import pytest
+
+from lib.memory import conversation, index, retrieval, store
+from tests.support.memory_retrieval import open_db, settings_with
+
+OWNER = "group-or-person"
+
+
+@pytest.fixture
+def db(ash_home):
+    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
+    with closing(open_db(settings)) as conn:
+        yield settings, conn
+
+
+def say(conn, settings, chat: str, lines: list[tuple[str, str]]) -> list[int]:
+    """A session of (speaker, text) turns, stored and indexed; returns the message ids."""
+    session = store.open_session(conn, "telegram", chat, OWNER, "supergroup")
+    ids = [
+        store.add_message(conn, session.id, OWNER, "user", text, metadata={"speaker": speaker})
+        for speaker, text in lines
+    ]
+    index.index_messages(conn, settings, ids)
+    return ids
+
+
+def test_a_turn_between_two_matches_is_lifted_by_them(db):
+    settings, conn = db
+    before, pronoun, after = say(
+        conn,
+        settings,
+        "trip",
+        [
+            ("Noor", "Did you book the ferry to Skye for the whisky tour?"),
+            ("Ivo", "Yes! Saturday at nine, it leaves from Mallaig."),
+            ("Noor", "Perfect, the Skye whisky tour it is then."),
+        ],
+    )
+    other = say(conn, settings, "other", [("Ivo", "Unrelated: the plumber comes on Monday.")])[0]
+    scores = {before: 1.0, after: 0.8, other: 0.5}
+    by_id: dict[int, dict] = {}  # rows are read as needed
+
+    spread = conversation.spread_to_neighbours(conn, OWNER, scores, by_id)
+
+    # The answer ("Yes! Saturday at nine") shares no word with a question about the Skye ferry;
+    # it takes a share of both neighbours, and nothing crosses into another session.
+    assert spread[pronoun] == pytest.approx(conversation.NEIGHBOUR_SHARE * 1.8)
+    assert spread[before] == pytest.approx(1.0) and spread[other] == pytest.approx(0.5)
+    assert set(by_id) == set(spread)
+    # Through the search: the answer comes back for a question in the words of its neighbours.
+    found = retrieval.search_messages(conn, settings, user_id=OWNER, query="Skye whisky tour ferry", limit=3)
+    assert "Yes! Saturday at nine, it leaves from Mallaig." in [r.content for r in found]
+
+
+def test_neighbours_are_read_for_their_owner_only(db):
+    settings, conn = db
+    first, _ = say(conn, settings, "chat", [("Noor", "the ferry to Skye"), ("Ivo", "Saturday at nine")])
+    by_id: dict[int, dict] = {}
+
+    assert conversation.spread_to_neighbours(conn, "someone-else", {first: 1.0}, by_id) == {}
+
+
+def test_a_question_naming_a_speaker_prefers_their_turns(db):
+    settings, conn = db
+    say(
+        conn,
+        settings,
+        "hikes",
+        [
+            ("Tomasz", "Hiking hiking hiking: I love hiking in the Tatras, the best hiking there is."),
+            ("Maya", "I went hiking in the Dolomites last week."),
+        ],
+    )
+
+    about_maya = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya go hiking?")
+    assert about_maya[0].content == "I went hiking in the Dolomites last week."
+    # Naming both people prefers neither: the words decide.
+    both = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya and Tomasz go hiking?")
+    assert both[0].content.startswith("Hiking hiking hiking")
+    # A speaker's first name is enough, as a word of its own ("Mayan" is not "Maya").
+    assert conversation._named("Maya Okafor", "what did maya say?")
+    assert not conversation._named("Maya Okafor", "the Mayan ruins")
