@@ -83,7 +83,7 @@ def record_turn(
     stored answer is replaced rather than the exchange duplicated. With `embed=False` only the
     full-text index is written now; `lib.memory.index.backfill_vectors` adds the vectors."""
     owner = owner or user_id
-    said = {"speaker": speaker, "speaker_id": user_id} if speaker else None
+    said = {"speaker": speaker} if speaker else None  # who wrote it is the speaker_user_id column
     # It reads before it writes: take the write lock first, or another process's commit in
     # between makes SQLite answer "database is locked" at once (lib.db.immediate).
     with immediate(conn):

@@ -13,18 +13,15 @@ from lib.agent.contract import TurnResult
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses, query
-from tests.support.telegram import TOKEN, echo_runner, make_runtime, private_text
+from tests.support.telegram import GROUP, echo_runner, group_text, make_runtime, point_at_fake_bot_api, private_text
 
 OWNER, ALICE, BOB, STRANGER = 1001, 2002, 3003, 4004
-GROUP = -1009876543210
 BOT_NAME = "el_mon_test_bot"  # tests/fixtures/telegram/getMe_ok.json
 
 
 @pytest.fixture
 def env(db_path, monkeypatch, ash_home):
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
-    monkeypatch.setenv("TELEGRAM_API_BASE", "https://tg.test")
-    ash_home.joinpath("config.toml").write_text(f"owner = {OWNER}\n[telegram]\nallowed_users = [{ALICE}, {BOB}]\n")
+    point_at_fake_bot_api(monkeypatch, ash_home, f"owner = {OWNER}\n[telegram]\nallowed_users = [{ALICE}, {BOB}]\n")
     return db_path
 
 
@@ -32,16 +29,6 @@ def env(db_path, monkeypatch, ash_home):
 async def runtime(env):
     async with httpx.AsyncClient() as http:
         yield make_runtime(http)
-
-
-def group_text(update_id: int, text: str, sender: int) -> dict:
-    """A supergroup message from `sender`; a leading command is marked as Telegram marks it."""
-    update = private_text(update_id, text, sender, username=f"user{sender}")
-    message = update["message"]
-    message["chat"] = {"id": GROUP, "type": "supergroup", "title": "Family"}
-    if text.startswith("@"):
-        message["entities"] = [{"offset": 0, "length": len(text.split()[0]), "type": "mention"}]
-    return update
 
 
 def deliver(runtime, *updates: dict) -> None:

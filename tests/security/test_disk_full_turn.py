@@ -19,7 +19,7 @@ from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.agent import ANTHROPIC_MESSAGES, RecordingSink, configured_runtime, sse_response
 from tests.support.database import inbox_statuses
-from tests.support.telegram import TOKEN, FakeBotAPI, echo_runner, make_runtime, private_text
+from tests.support.telegram import FakeBotAPI, echo_runner, make_runtime, point_at_fake_bot_api, private_text
 
 USER = 408258968
 
@@ -27,9 +27,7 @@ USER = 408258968
 async def test_an_answered_update_the_database_cannot_mark_done_is_not_answered_again(
     db_path, ash_home, monkeypatch, caplog
 ):
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
-    monkeypatch.setenv("TELEGRAM_API_BASE", "https://tg.test")
-    ash_home.joinpath("config.toml").write_text(f"[telegram]\nallowed_users = [{USER}]\nlease_seconds = 0.3\n")
+    point_at_fake_bot_api(monkeypatch, ash_home, f"[telegram]\nallowed_users = [{USER}]\nlease_seconds = 0.3\n")
     reported: list[str] = []
     asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context["message"]))
     full = {"on": True}

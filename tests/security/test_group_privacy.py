@@ -23,6 +23,7 @@ from lib.memory.retrieval import search_all
 from lib.migrations import STEPS, migrate
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
+from tests.support import telegram as telegram_support
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     USER_TEXT,
@@ -34,13 +35,13 @@ from tests.support.agent import (
     sse_response,
 )
 from tests.support.database import inbox_statuses, query
-from tests.support.telegram import TOKEN, echo_runner, load, private_text
+from tests.support.telegram import echo_runner, load, point_at_fake_bot_api
 from tests.support.telegram import make_runtime as telegram_runtime
 
 pytestmark = pytest.mark.usefixtures("sleeps")
 
 OWNER, ALICE, BOB = "1001", "2002", "3003"
-GROUP = "-1009876543210"
+GROUP = str(telegram_support.GROUP)
 BOT_NAME = "el_mon_test_bot"  # tests/fixtures/telegram/getMe_ok.json
 CONFIG = f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n[memory]\nextraction_enabled = false\n'
 
@@ -187,10 +188,10 @@ async def test_forgetting_a_person_removes_their_words_in_groups_and_the_answers
 
 @pytest.fixture
 async def telegram(db_path, monkeypatch, ash_home):
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
-    monkeypatch.setenv("TELEGRAM_API_BASE", "https://tg.test")
-    ash_home.joinpath("config.toml").write_text(
-        f'owner = {OWNER}\n[telegram]\nallowed_users = [{ALICE}, {BOB}]\n[embeddings]\nprovider = "none"\n'
+    point_at_fake_bot_api(
+        monkeypatch,
+        ash_home,
+        f'owner = {OWNER}\n[telegram]\nallowed_users = [{ALICE}, {BOB}]\n[embeddings]\nprovider = "none"\n',
     )
     async with httpx.AsyncClient() as http:
         runtime = telegram_runtime(http)
@@ -203,11 +204,7 @@ async def telegram(db_path, monkeypatch, ash_home):
 
 
 def group_text(update_id: int, text: str, sender: str, chat_type: str = "supergroup") -> dict:
-    update = private_text(update_id, text, int(sender), username=f"user{sender}")
-    update["message"]["chat"] = {"id": int(GROUP), "type": chat_type, "title": "Family"}
-    if text.startswith("@"):
-        update["message"]["entities"] = [{"offset": 0, "length": len(text.split()[0]), "type": "mention"}]
-    return update
+    return telegram_support.group_text(update_id, text, int(sender), chat_type)
 
 
 async def process(runtime, *updates: dict, calls: list | None = None) -> None:

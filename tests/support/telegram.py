@@ -42,6 +42,27 @@ def private_text(update_id: int, text: str, user_id: int = 408258968, username: 
     return update
 
 
+GROUP = -1009876543210
+
+
+def group_text(update_id: int, text: str, sender: int, chat_type: str = "supergroup") -> dict:
+    """A message in the GROUP chat from `sender`; a leading command or @mention is marked as
+    Telegram marks it."""
+    update = private_text(update_id, text, sender, username=f"user{sender}")
+    message = update["message"]
+    message["chat"] = {"id": GROUP, "type": chat_type, "title": "Family"}
+    if text.startswith("@"):
+        message["entities"] = [{"offset": 0, "length": len(text.split()[0]), "type": "mention"}]
+    return update
+
+
+def point_at_fake_bot_api(monkeypatch, ash_home, config: str) -> None:
+    """Environment and config.toml for a bot whose Bot API is the FakeBotAPI at API."""
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("TELEGRAM_API_BASE", API)
+    ash_home.joinpath("config.toml").write_text(config)
+
+
 def envelope(result: Any) -> dict:
     return {"ok": True, "result": result}
 

@@ -15,16 +15,14 @@ from lib.inbox import queue as inbox
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses
-from tests.support.telegram import BOT_ID, TOKEN, echo_runner, load, make_runtime, private_text
+from tests.support.telegram import BOT_ID, echo_runner, load, make_runtime, point_at_fake_bot_api, private_text
 
 USER = 408258968
 
 
 @pytest.fixture
 def env(db_path, monkeypatch, ash_home):
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
-    monkeypatch.setenv("TELEGRAM_API_BASE", "https://tg.test")
-    ash_home.joinpath("config.toml").write_text(f"[telegram]\nallowed_users = [{USER}, '@candyflipline']\n")
+    point_at_fake_bot_api(monkeypatch, ash_home, f"[telegram]\nallowed_users = [{USER}, '@candyflipline']\n")
     return db_path
 
 
