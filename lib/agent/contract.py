@@ -51,6 +51,9 @@ class TurnResult:
 
     text: str
     ok: bool = True
+    # Why the answer is unfinished, when it is: max_tokens | context_window | content_filter |
+    # refusal (lib/llm/types.py INCOMPLETE). `text` then ends with a notice saying so.
+    incomplete: str | None = None
     steps: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

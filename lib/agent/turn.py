@@ -38,6 +38,22 @@ BUDGET_SPENT = (
 )
 STEP_LIMIT = "(I stopped after {steps} steps, the limit set by agent.max_steps. Ask me to continue if you need more.)"
 EMPTY_ANSWER = "(The model returned an empty answer.)"
+# The notice that ends an unfinished answer, by stop reason (lib/llm/types.py INCOMPLETE).
+CUT_NOTICES = {
+    "max_tokens": (
+        "(The answer was cut off here: it reached the length limit for one answer, max_tokens in "
+        "the model's config. Ask me to continue.)"
+    ),
+    "context_window": (
+        "(The answer was cut off here: the conversation filled the model's context window. "
+        "/new starts a fresh conversation.)"
+    ),
+    "content_filter": "(The answer was cut off here by the provider's content filter.)",
+}
+REFUSED = (
+    "(The model declined to answer this{because}. This exchange is left out of the conversation, "
+    "so you can rephrase and ask again.)"
+)
 
 
 @dataclass
@@ -167,6 +183,18 @@ async def _run_tool(runtime: Runtime, tools: dict[str, Tool], use: ToolUseBlock,
     return ToolResultBlock(use.id, _as_data(use.name, result.output), is_error=result.is_error)
 
 
+def _notice(stop_reason: str, explanation: str) -> str:
+    """What the person is told about an answer that was cut or refused."""
+    if stop_reason == "refusal":
+        return REFUSED.format(because=f": {explanation.rstrip('.')}" if explanation else "")
+    return CUT_NOTICES[stop_reason]
+
+
+def _final_answer(steps_text: list[str], notices: list[str]) -> str:
+    """The answer as shown and stored: every step's text, then any notice about how it ended."""
+    return "\n\n".join([*steps_text, *notices]) if steps_text or notices else EMPTY_ANSWER
+
+
 async def run_turn(
     runtime: Runtime, turn: TurnInput, sink: OutputSink, *, housekeeper: MemoryService | None = None
 ) -> TurnResult:
@@ -219,7 +247,7 @@ async def run_turn(
         await sink.update(shown() or "…")
 
     max_steps = settings.config.agent.max_steps
-    hit_limit = False
+    notices: list[str] = []
     try:
         async with router_for(runtime) as router:
             for step in range(1, max_steps + 1):
@@ -239,11 +267,16 @@ async def run_turn(
                 result.output_tokens += response.usage.output_tokens
                 if response.text.strip():
                     done.append(response.text.strip())
+                if response.incomplete:
+                    # A cut answer's tool calls may be cut too: none of them runs.
+                    result.incomplete = response.stop_reason
+                    notices.append(_notice(response.stop_reason, response.stop_explanation))
+                    break
                 uses = response.tool_uses
                 if not uses:
                     break
                 if step == max_steps:
-                    hit_limit = True
+                    notices.append(STEP_LIMIT.format(steps=max_steps))
                     break
                 messages.append(Message("assistant", tuple(response.content)))
                 results = []
@@ -260,11 +293,14 @@ async def run_turn(
         await sink.fail(text)
         return TurnResult(text, ok=False, steps=result.steps, tool_calls=result.tool_calls)
 
-    answer = "\n\n".join(done) or EMPTY_ANSWER
-    if hit_limit:
-        answer = f"{answer}\n\n{STEP_LIMIT.format(steps=max_steps)}"
+    answer = _final_answer(done, notices)
     result.text = answer
     await sink.finish(answer)
+    if result.incomplete == "refusal":
+        # Anthropic: after a refusal, reset the context (docs: handle-streaming-refusals). Not
+        # storing the exchange keeps it out of the next prompt's history, retrieval and facts.
+        log.info("the model refused user %s's message; the exchange is not stored", turn.user_id)
+        return result
     try:
         await asyncio.to_thread(
             lambda: memory_api.record_turn(

@@ -26,9 +26,29 @@ from lib.llm.types import (
 
 log = logging.getLogger("ash.llm")
 
-# Error types in a body (also sent inside a stream as an `error` event) worth another try.
-RETRYABLE_TYPES = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+# The HTTP status each error type comes with (https://docs.claude.com/en/api/errors). An `error`
+# event inside a stream arrives on the 200 that started it, so its type stands for the status.
+ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "context_window",
+    "refusal": "refusal",
+}
 
 
 def _block(block) -> dict[str, Any] | None:
@@ -74,7 +94,12 @@ def request_params(request: Request) -> dict[str, Any]:
 
 
 def _stop_reason(value: str | None) -> str:
-    return value if value in {"end_turn", "tool_use", "max_tokens"} else (value or "other")
+    return STOP_REASONS.get(value or "", value or "other")
+
+
+def _explanation(stop_details) -> str:
+    """A refusal's human-readable reason; the API may leave it null."""
+    return (stop_details.explanation or "") if stop_details is not None else ""
 
 
 def map_error(exc: BaseException) -> LLMError:
@@ -90,13 +115,16 @@ def _status_error(exc) -> LLMError:
     kind = (error or {}).get("type", "")
     detail = (error or {}).get("message") or str(exc)
     status = exc.status_code
-    # A mid-stream `error` event arrives on a 200 response: its type decides.
-    retryable = status in RETRYABLE_STATUS or status >= 500 or kind in RETRYABLE_TYPES
+    origin = str(status)
+    if status < 400:
+        # A mid-stream `error` event: mapped as the HTTP error of its type would be; an unknown
+        # type is the server's failure mid-answer, like a dropped stream.
+        origin, status = "stream error", ERROR_TYPE_STATUS.get(kind, 500)
     return LLMError(
-        f"anthropic {status} {kind}: {detail}".strip(),
+        f"anthropic {origin} {kind}: {detail}".strip(),
         provider="anthropic",
-        status=status if status != 200 else None,
-        retryable=retryable,
+        status=status,
+        retryable=status in RETRYABLE_STATUS or status >= 500,
         retry_after=response_retry_after(exc),
     )
 
@@ -117,7 +145,8 @@ def _response(message) -> Response:
         elif block.type == "tool_use":
             content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
     usage = Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0)
-    return Response(content, _stop_reason(message.stop_reason), usage, message.model, "anthropic")
+    stop = _stop_reason(message.stop_reason)
+    return Response(content, stop, usage, message.model, "anthropic", _explanation(message.stop_details))
 
 
 class AnthropicProvider:
@@ -145,6 +174,7 @@ class AnthropicProvider:
         usage = Usage()
         model = request.model
         stop_reason = None
+        explanation = ""
         finished = False
         try:
             stream = await self._client.messages.create(**request_params(request), stream=True)
@@ -170,6 +200,7 @@ class AnthropicProvider:
                         target["json"] += delta.partial_json
                 elif kind == "message_delta":
                     stop_reason = event.delta.stop_reason
+                    explanation = _explanation(event.delta.stop_details)
                     if event.usage and event.usage.output_tokens is not None:
                         usage.output_tokens = event.usage.output_tokens
                 elif kind == "message_stop":
@@ -187,7 +218,7 @@ class AnthropicProvider:
                 content.append(TextBlock(block["text"]))
             else:
                 content.append(ToolUseBlock(block["id"], block["name"], parse_tool_input(block["json"])))
-        yield Completed(Response(content, _stop_reason(stop_reason), usage, model, "anthropic"))
+        yield Completed(Response(content, _stop_reason(stop_reason), usage, model, "anthropic", explanation))
 
     async def aclose(self) -> None:
         """Release the client's connections."""

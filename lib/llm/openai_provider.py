@@ -10,8 +10,19 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
+
 from lib.errors import LLMError
 from lib.llm.base import map_sdk_error, parse_tool_input, response_retry_after
+from lib.llm.openai_stream import (
+    CHUNK_DECODER,
+    DONE,
+    Chunk,
+    StreamAssembly,
+    new_call_id,
+    sse_data,
+    stop_reason,
+)
 from lib.llm.types import (
     Completed,
     ImageBlock,
@@ -31,7 +42,6 @@ log = logging.getLogger("ash.llm")
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 # Local servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_KEY = "not-needed"
-FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
 
 def _user_parts(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -133,11 +143,26 @@ def _usage(raw) -> Usage:
     return Usage(raw.prompt_tokens or 0, raw.completion_tokens or 0)
 
 
-def _stop(finish_reason: str | None, has_tools: bool) -> str:
-    # Some compatible servers say "stop" even when they called a tool.
-    if has_tools:
-        return "tool_use"
-    return FINISH_REASONS.get(finish_reason or "", finish_reason or "other")
+def _stream_error(error: dict[str, Any]) -> LLMError:
+    """An `error` chunk sent after the 200, mapped by its code as an HTTP error would be."""
+    code = error.get("code")
+    status = code if isinstance(code, int) else None
+    kind = error.get("type") or code or "error"
+    return LLMError(
+        f"openai stream error {kind}: {error.get('message') or error}",
+        provider="openai",
+        status=status,
+        # Without a status it is the server's failure mid-answer, like a dropped stream.
+        retryable=status is None or status in RETRYABLE_STATUS or status >= 500,
+    )
+
+
+def _chunk(data: str) -> Chunk:
+    try:
+        return CHUNK_DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        # A garbled stream is the server's fault; another attempt may be whole.
+        raise LLMError(f"openai: unreadable stream chunk: {exc}", provider="openai", retryable=True) from exc
 
 
 class OpenAIProvider:
@@ -162,53 +187,41 @@ class OpenAIProvider:
         except _sdk_errors() as exc:
             raise map_error(exc) from exc
         choice = completion.choices[0]
-        content: list = []
-        if choice.message.content:
-            content.append(TextBlock(choice.message.content))
-        for call in choice.message.tool_calls or []:
-            content.append(ToolUseBlock(call.id, call.function.name, parse_tool_input(call.function.arguments or "")))
+        message = choice.message
+        text = (message.content or "") + (message.refusal or "")
+        content: list = [TextBlock(text)] if text else []
+        for call in message.tool_calls or []:
+            arguments = parse_tool_input(call.function.arguments or "")
+            content.append(ToolUseBlock(call.id or new_call_id(), call.function.name, arguments))
         has_tools = any(isinstance(b, ToolUseBlock) for b in content)
-        stop = _stop(choice.finish_reason, has_tools)
+        stop = stop_reason(choice.finish_reason, has_tools=has_tools, refused=bool(message.refusal))
         return Response(content, stop, _usage(completion.usage), completion.model, "openai")
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        """Stream text deltas; tool calls arrive as indexed argument pieces and are assembled here."""
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        usage = Usage()
-        model = request.model
-        finish_reason = None
+        """Stream text deltas; tool calls arrive in pieces and are assembled (lib/llm/openai_stream.py).
+
+        The SSE is read here rather than by the SDK, which hides whether `data: [DONE]` came."""
+        assembly = StreamAssembly(request.model)
+        ended_with_done = False
         try:
-            stream = await self._client.chat.completions.create(
+            async with self._client.chat.completions.with_streaming_response.create(
                 **request_params(request), stream=True, stream_options={"include_usage": True}
-            )
-            async for chunk in stream:
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        text.append(delta.content)
-                        yield TextDelta(delta.content)
-                    for call in (delta.tool_calls if delta is not None else None) or []:
-                        slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                        if call.id:
-                            slot["id"] = call.id
-                        if call.function is not None:
-                            slot["name"] += call.function.name or ""
-                            slot["arguments"] += call.function.arguments or ""
-                    if choice.finish_reason:
-                        finish_reason = choice.finish_reason
+            ) as raw:
+                async for data in sse_data(raw.iter_lines()):
+                    if data == DONE:
+                        ended_with_done = True
+                        break
+                    chunk = _chunk(data)
+                    if chunk.error is not None:
+                        raise _stream_error(chunk.error)
+                    for text in assembly.add(chunk):
+                        yield TextDelta(text)
         except _sdk_errors() as exc:
             raise map_error(exc) from exc
-        if finish_reason is None:
+        response = assembly.response(ended_with_done=ended_with_done)
+        if response is None:
             raise LLMError("openai: the stream ended without a finish_reason", provider="openai", retryable=True)
-        content: list = [TextBlock("".join(text))] if text else []
-        for index in sorted(calls):
-            slot = calls[index]
-            content.append(ToolUseBlock(slot["id"], slot["name"], parse_tool_input(slot["arguments"])))
-        yield Completed(Response(content, _stop(finish_reason, bool(calls)), usage, model, "openai"))
+        yield Completed(response)
 
     async def embed(self, texts: list[str], *, model: str, dimensions: int | None = None) -> list[list[float]]:
         """One vector per text, in order."""

@@ -84,8 +84,13 @@ class Usage:
     output_tokens: int = 0
 
 
-# Why the model stopped, normalised: end_turn | tool_use | max_tokens | other.
+# Why the model stopped, normalised: end_turn | tool_use | max_tokens | context_window |
+# content_filter | refusal | other.
 StopReason = str
+
+# Stop reasons that leave the answer unfinished: the length limit, a full context window, the
+# provider's content filter, or the model declining to go on.
+INCOMPLETE = frozenset({"max_tokens", "context_window", "content_filter", "refusal"})
 
 
 @dataclass
@@ -95,6 +100,14 @@ class Response:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     provider: str = ""
+    # The provider's own words on why it stopped, when it gave some (Anthropic's refusal
+    # `stop_details.explanation`).
+    stop_explanation: str = ""
+
+    @property
+    def incomplete(self) -> bool:
+        """True when the answer was cut or refused rather than finished."""
+        return self.stop_reason in INCOMPLETE
 
     @property
     def text(self) -> str:
