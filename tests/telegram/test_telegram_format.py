@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import re
-from html.parser import HTMLParser
 
-from lib.telegram.format import MAX_MESSAGE_UNITS, plain, render, utf16_len, visible_text
+import pytest
 
-ALLOWED_TAGS = {"b", "i", "s", "u", "code", "pre", "a"}
-
-
-class TagChecker(HTMLParser):
-    """Fails on tags Telegram does not know and on unbalanced nesting."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.stack: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        assert tag in ALLOWED_TAGS, tag
-        self.stack.append(tag)
-
-    def handle_endtag(self, tag):
-        assert self.stack and self.stack[-1] == tag, (self.stack, tag)
-        self.stack.pop()
+from lib.telegram.format import MAX_MESSAGE_UNITS, accepted, plain, render, utf16_len, visible_text
+from lib.telegram.html_rules import message_violation
 
 
 def balanced(fragment: str) -> bool:
-    checker = TagChecker()
-    checker.feed(fragment)
-    checker.close()
-    return not checker.stack
+    """Telegram accepts the fragment as a message (lib/telegram/html_rules.py)."""
+    problem = message_violation(fragment)
+    assert problem is None, (problem, fragment)
+    return True
 
 
 def test_inline_markdown_becomes_telegram_html_and_text_is_escaped():
@@ -118,3 +103,91 @@ def test_unclosed_fence_while_streaming_is_still_balanced():
     [html_text] = render("Here:\n```bash\nls -la")
     assert html_text.endswith("</code></pre>")
     assert balanced(html_text)
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        # Issue 14: Telegram forbids code inside bold and inside a link.
+        ("**bold `code`**", "<b>bold </b><code>code</code>"),
+        ("[`x`](https://example.com)", '<a href="https://example.com">x</a>'),
+        # Issue 14: the URL's own parentheses belong to it.
+        ("[x](https://en.wikipedia.org/wiki/Foo_(bar))", '<a href="https://en.wikipedia.org/wiki/Foo_(bar)">x</a>'),
+        # Issue 14: three markers are bold inside italic, none left over.
+        ("***x***", "<i><b>x</b></i>"),
+        ("__x__", "<b>x</b>"),
+        ("*a **b** c*", "<i>a <b>b</b> c</i>"),
+        ("**a **b** c**", "<b>a b c</b>"),
+        ("*italic `code` italic*", "<i>italic </i><code>code</code><i> italic</i>"),
+        ("**[`x`](https://example.com) y**", '<b><a href="https://example.com">x</a> y</b>'),
+        (
+            "# Use `pip` from [PyPI](https://pypi.org)",
+            '<b>Use </b><code>pip</code><b> from <a href="https://pypi.org">PyPI</a></b>',
+        ),
+        ("<https://example.com/a_b_c>", '<a href="https://example.com/a_b_c">https://example.com/a_b_c</a>'),
+    ],
+)
+def test_nested_markdown_becomes_html_telegram_accepts_with_the_same_meaning(markdown, expected):
+    [html_text] = render(markdown)
+    assert html_text == expected
+    assert balanced(html_text)
+
+
+def test_underscores_in_words_and_urls_and_stars_in_math_stay_literal():
+    text = "snake_case_name, https://example.com/some_path/_private_/x_y and 2*3*4 or x**2 + y**2"
+    assert render(text) == [text]
+
+
+def test_unclosed_markers_stay_text():
+    text = "**bold and `code and [link](https://example.com and ~~gone"
+    [html_text] = render(text)
+    assert visible_text(html_text) == text
+
+
+def test_escapes_and_entity_references_read_as_in_commonmark():
+    assert render(r"\*not italic\* &amp; &copy; &bogus; 5 < 6") == ["*not italic* &amp; © &amp;bogus; 5 &lt; 6"]
+
+
+def test_code_block_without_a_language_is_a_bare_pre():
+    # <pre><code> without a language would be two entities, one inside the other.
+    assert render("```\nx < 1\n```") == ["<pre>x &lt; 1</pre>"]
+
+
+def test_quote_lines_become_one_blockquote_even_when_nested():
+    [html_text] = render("> said **this**\n>> and `that`\n\nreply")
+    assert html_text == "<blockquote>said <b>this</b>\nand <code>that</code></blockquote>\n\nreply"
+
+
+def test_a_table_keeps_its_rows_without_the_delimiter_row():
+    [html_text] = render("| Name | `Value` |\n|:-----|------:|\n| a | **1** |")
+    assert html_text == "<b>Name</b> | <code>Value</code>\na | <b>1</b>"
+
+
+def test_carriage_returns_and_lone_surrogates_are_cleaned():
+    [html_text] = render("a\r\nb\rc \ud83d")
+    assert html_text == "a\nb\nc \ufffd"
+    assert balanced(html_text)
+
+
+def test_a_long_formatted_line_is_cut_with_its_formatting_on_both_sides():
+    parts = render("**" + "bold words " * 1000 + "end**")
+    assert len(parts) >= 3
+    for part in parts:
+        assert part.startswith("<b>") and part.endswith("</b>")
+        assert utf16_len(visible_text(part)) <= MAX_MESSAGE_UNITS
+        assert balanced(part)
+
+
+def test_a_quotation_cut_in_two_is_closed_and_reopened():
+    parts = render("\n".join(f"> line {i} with *words*" for i in range(400)))
+    assert len(parts) >= 2
+    for part in parts:
+        assert part.startswith("<blockquote>") and part.endswith("</blockquote>")
+        assert balanced(part)
+
+
+def test_html_breaking_telegrams_rules_goes_out_as_escaped_text(caplog):
+    with caplog.at_level(logging.WARNING, logger="ash.telegram"):
+        assert accepted("<b>bold <code>a &lt; b</code></b>") == "bold a &lt; b"
+    assert "<code> inside <b>" in caplog.text
+    assert accepted("<b>bold</b> <code>a &lt; b</code>") == "<b>bold</b> <code>a &lt; b</code>"
