@@ -41,13 +41,14 @@ def retrieve_context(
     token_budget: int | None = None,
 ) -> list[SearchResult]:
     """Past messages and knowledge relevant to `query` that `user_id` (a memory owner: a
-    person, or a group, see lib/memory/scope.py) may see, best first,
-    within `token_budget` (lowest relevance cut first). Messages already in the session's
+    person, or a group, see lib/memory/scope.py) may see, best first, only what passes the
+    relevance floor (lib/memory/relevance.py: small talk pulls in nothing), within
+    `token_budget` (lowest relevance cut first). Messages already in the session's
     recent window may be excluded by the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
     if budget <= 0 or not query.strip():
         return []
-    found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES)
+    found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
     kept: list[SearchResult] = []
     spent = 0
     # Best first: whatever does not fit is the least relevant, so it is what gets cut.

@@ -13,21 +13,28 @@ Two kinds of miss this answers (LoCoMo dev, read by hand):
   the speakers among the candidates, that speaker's turns get SPEAKER_BONUS. Names are the
   speakers stored with group messages and imported conversations; private chats have none,
   and then nothing changes.
+- A question that names a time ("in April 2023", "last week") is about what was said then, or
+  said of then: candidates said inside the span, or whose relative dates ("two weeks ago")
+  resolve into it (lib/memory/when.py), get TIME_BONUS.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from datetime import date, datetime
 
 import apsw
 
 from lib.db import rows
+from lib.memory import when
 
 # Measured on the three LoCoMo dev conversations used for tuning (bench/locomo.py):
 # hybrid R@10 0.771 -> 0.791 (neighbours), 0.797 (speaker), 0.816 (both, with VECTOR_WEIGHT 0.5).
 NEIGHBOUR_SHARE = 0.2
 SPEAKER_BONUS = 0.3
+TIME_BONUS = 0.3
 MIN_NAME_CHARS = 3
 
 NEIGHBOURS_SQL = """
@@ -55,15 +62,24 @@ def spread_to_neighbours(
     if not scores or not NEIGHBOUR_SHARE:
         return scores
     spread = dict(scores)
-    for row in rows(conn, NEIGHBOURS_SQL, (owner, json.dumps(list(scores)))):
-        share = NEIGHBOUR_SHARE * scores[row["ref"]]
-        for neighbour in (row["before"], row["after"]):
-            if neighbour is not None:
-                spread[neighbour] = spread.get(neighbour, 0.0) + share
+    for ref, around in _around(conn, owner, scores):
+        for neighbour in around:
+            spread[neighbour] = spread.get(neighbour, 0.0) + NEIGHBOUR_SHARE * scores[ref]
     missing = [ref for ref in spread if ref not in by_id]
     if missing:
         by_id.update({r["id"]: r for r in rows(conn, ROWS_SQL, (owner, json.dumps(missing)))})
     return {ref: score for ref, score in spread.items() if ref in by_id}
+
+
+def _around(conn: apsw.Connection, owner: str, refs) -> list[tuple[int, list[int]]]:
+    """Each of `refs` (messages of `owner`) with the turns just before and after it in its session."""
+    found = rows(conn, NEIGHBOURS_SQL, (owner, json.dumps(list(refs))))
+    return [(r["ref"], [n for n in (r["before"], r["after"]) if n is not None]) for r in found]
+
+
+def neighbours(conn: apsw.Connection, owner: str, refs: set[int]) -> set[int]:
+    """The turns just before and after each of `refs` in its session."""
+    return {n for _, around in _around(conn, owner, refs) for n in around} if refs else set()
 
 
 def _speaker(row: dict) -> str | None:
@@ -89,3 +105,23 @@ def prefer_named_speaker(scores: dict[int, float], by_id: dict[int, dict], query
         return scores
     (name,) = named
     return {ref: score + SPEAKER_BONUS * (speakers[ref] == name) for ref, score in scores.items()}
+
+
+def prefer_named_time(
+    scores: dict[int, float],
+    by_id: dict[int, dict],
+    query: str,
+    local: Callable[[str], datetime | None],
+    today: date,
+) -> dict[int, float]:
+    """TIME_BONUS for the turns said in, or speaking of, a time the query names; `local` turns a
+    stored timestamp into the moment in the user's time zone."""
+    asked = when.spans_in_query(query, today)
+    if not asked:
+        return scores
+    adjusted = {}
+    for ref, score in scores.items():
+        said = local(by_id[ref]["created_at"])
+        spoken = when.mentions(by_id[ref]["content"], said.date()) if said else []
+        adjusted[ref] = score + TIME_BONUS * any(span.meets(wanted) for span in spoken for wanted in asked)
+    return adjusted

@@ -30,7 +30,7 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import connect, now_iso, rows
-from lib.memory import conversation, vectors
+from lib.memory import conversation, index, relevance, vectors
 from lib.memory.embeddings import embed_texts, model_key
 from lib.memory.types import SearchResult
 
@@ -96,6 +96,7 @@ WHERE search_fts MATCH :q AND c.kind = 'memory'
 ORDER BY rank_score
 LIMIT :n
 """
+REF_CHUNKS_SQL = "SELECT id, ref_id FROM search_chunks WHERE kind = ? AND ref_id IN (SELECT value FROM json_each(?))"
 CHUNK_REFS_SQL = "SELECT id, ref_id FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))"
 MESSAGES_SQL = """
 SELECT id, session_id, role, content, token_count, created_at, metadata
@@ -112,16 +113,19 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 """
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 expression for free text: content words, each quoted, OR-ed (BM25 ranks the overlap)."""
+def query_terms(text: str) -> list[str]:
+    """The content words of free text, once each, in order (at most MAX_QUERY_TERMS)."""
     terms: list[str] = []
     for word in _WORD.findall(text.lower()):
         if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in terms:
             continue
         terms.append(word)
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
+    return terms[:MAX_QUERY_TERMS]
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 expression for free text: content words, each quoted, OR-ed (BM25 ranks the overlap)."""
+    return relevance.expression(query_terms(text))
 
 
 def _query_vector(conn: apsw.Connection, settings: Settings) -> bool:
@@ -299,11 +303,13 @@ def search_messages(
     limit: int = 10,
     mode: str = "hybrid",
     query_vector: np.ndarray | object | None = _UNSET,
+    floor: bool = False,
 ) -> list[SearchResult]:
     """Past messages of `user_id` relevant to `query`, best first.
 
     `mode` "fts" or "vector" uses one ranker alone (benchmarks compare them); `query_vector`
-    reuses an embedding already computed for this query.
+    reuses an embedding already computed for this query; `floor` keeps only what passes the
+    relevance floor (lib/memory/relevance.py), as what goes into a prompt unasked must.
     """
     _check_mode(mode)
     fts: dict[int, float] = {}
@@ -321,13 +327,25 @@ def search_messages(
     candidates = list({**fts, **vector_hits})
     if not candidates:
         return []
+    allowed = None
+    if floor:
+        params = {"owner": user_id, "n": FTS_CANDIDATES}
+        cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
+        passed = relevance.relevant(_rare_matches(conn, FTS_MESSAGES_SQL, params, query), cosines)
+        if passed is None:
+            return []
+        allowed = passed | conversation.neighbours(conn, user_id, passed)
     by_id = {r["id"]: r for r in rows(conn, MESSAGES_SQL, (user_id, json.dumps(candidates)))}
 
+    def local(created_at: str) -> datetime | None:
+        return index.local_moment(created_at, settings)
+
     def in_conversation(scores: dict[int, float]) -> dict[int, float]:
-        if mode != "hybrid":
-            return scores  # the single rankers stay plain, for comparison
-        scores = conversation.spread_to_neighbours(conn, user_id, scores, by_id)
-        return conversation.prefer_named_speaker(scores, by_id, query)
+        if mode == "hybrid":  # the single rankers stay plain, for comparison
+            scores = conversation.spread_to_neighbours(conn, user_id, scores, by_id)
+            scores = conversation.prefer_named_speaker(scores, by_id, query)
+            scores = conversation.prefer_named_time(scores, by_id, query, local, datetime.now(UTC).date())
+        return _within(scores, allowed)
 
     return _results(
         "message",
@@ -340,6 +358,40 @@ def search_messages(
         limit=limit,
         adjust=in_conversation,
     )
+
+
+def _rare_matches(conn: apsw.Connection, sql: str, params: dict, query: str) -> set[int]:
+    """Items (by `sql`, an FTS query of this module) holding a rare word of `query`."""
+    expression = relevance.expression(relevance.rare_terms(conn, query_terms(query)))
+    return {r["ref_id"] for r in rows(conn, sql, {**params, "q": expression})} if expression else set()
+
+
+def _cosines(
+    conn: apsw.Connection,
+    settings: Settings,
+    query: str,
+    query_vector: np.ndarray | object | None,
+    kind: str,
+    fts: dict[int, float],
+    vector_hits: dict[int, float],
+) -> dict[int, float]:
+    """Cosine of the query to every candidate: the KNN's own, and for the full-text ones beyond
+    its reach, their stored vectors read directly (their best chunk)."""
+    missing = [ref for ref in fts if ref not in vector_hits]
+    vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
+    if not missing or vector is None:
+        return vector_hits
+    chunks = rows(conn, REF_CHUNKS_SQL, (kind, json.dumps(missing)))
+    similar = vectors.similarities(conn, vector, [c["id"] for c in chunks])
+    found = dict(vector_hits)
+    for chunk in chunks:
+        if chunk["id"] in similar:
+            found[chunk["ref_id"]] = max(found.get(chunk["ref_id"], -1.0), similar[chunk["id"]])
+    return found
+
+
+def _within(scores: dict[int, float], allowed: set[int] | None) -> dict[int, float]:
+    return scores if allowed is None else {ref: s for ref, s in scores.items() if ref in allowed}
 
 
 def _message_metadata(row: dict) -> dict:
@@ -386,21 +438,18 @@ def search_knowledge(
     include_superseded: bool = False,
     mode: str = "hybrid",
     query_vector: np.ndarray | object | None = _UNSET,
+    floor: bool = False,
 ) -> list[SearchResult]:
-    """Knowledge entries `user_id` may see (own and global; never expired), best first."""
+    """Knowledge entries `user_id` may see (own and global; never expired), best first
+    (`floor`: only those that pass the relevance floor, lib/memory/relevance.py)."""
     _check_mode(mode)
     fts: dict[int, float] = {}
     vector_hits: dict[int, float] = {}
     expression = fts_query(query)
+    params = {"owner": user_id, "n": FTS_CANDIDATES, "now": now_iso(), "include_superseded": int(include_superseded)}
     if expression and mode != "vector":
-        params = {
-            "q": expression,
-            "owner": user_id,
-            "n": FTS_CANDIDATES,
-            "now": now_iso(),
-            "include_superseded": int(include_superseded),
-        }
-        fts = _best((r["ref_id"], -r["rank_score"]) for r in rows(conn, FTS_KNOWLEDGE_SQL, params))
+        found = rows(conn, FTS_KNOWLEDGE_SQL, {**params, "q": expression})
+        fts = _best((r["ref_id"], -r["rank_score"]) for r in found)
     if mode != "fts":
         vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
         if vector is not None:
@@ -408,8 +457,24 @@ def search_knowledge(
     candidates = list({**fts, **vector_hits})
     if not candidates:
         return []
+    allowed = None
+    if floor:
+        cosines = _cosines(conn, settings, query, query_vector, "memory", fts, vector_hits)
+        allowed = relevance.relevant(_rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query), cosines)
+        if allowed is None:
+            return []
     by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)
-    return _results("knowledge", _knowledge_metadata, fts, vector_hits, by_id, mode=mode, query=query, limit=limit)
+    return _results(
+        "knowledge",
+        _knowledge_metadata,
+        fts,
+        vector_hits,
+        by_id,
+        mode=mode,
+        query=query,
+        limit=limit,
+        adjust=lambda scores: _within(scores, allowed),
+    )
 
 
 def _knowledge_metadata(row: dict) -> dict:
@@ -453,10 +518,12 @@ def _results(
 
 
 def search_all(
-    conn: apsw.Connection, settings: Settings, *, user_id: str, query: str, limit: int = 10
+    conn: apsw.Connection, settings: Settings, *, user_id: str, query: str, limit: int = 10, floor: bool = False
 ) -> list[SearchResult]:
-    """Messages and knowledge together, best first (both scored by the same fusion)."""
+    """Messages and knowledge together, best first (both scored by the same fusion; `floor` as
+    in search_messages)."""
     vector = _embed_query(conn, settings, query)  # once for both searches
-    found = search_messages(conn, settings, user_id=user_id, query=query, limit=limit, query_vector=vector)
-    found += search_knowledge(conn, settings, user_id=user_id, query=query, limit=limit, query_vector=vector)
+    asked = {"user_id": user_id, "query": query, "limit": limit, "query_vector": vector, "floor": floor}
+    found = search_messages(conn, settings, **asked)
+    found += search_knowledge(conn, settings, **asked)
     return sorted(found, key=lambda r: -r.score)[:limit]

@@ -39,6 +39,7 @@ SELECT chunk_id, vector FROM vec_chunks
 WHERE embedding MATCH vec_bit(?) AND k = ? AND owner = ? AND kind = ?
 ORDER BY distance
 """
+VECTOR_SQL = "SELECT vector FROM vec_chunks WHERE chunk_id = ?"
 SET_META_SQL = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 
 
@@ -110,6 +111,20 @@ def knn(
     scores = matrix @ query  # both sides are L2-normalised: dot product = cosine
     order = np.argsort(-scores, kind="stable")
     return [(ids[i], float(scores[i])) for i in order]
+
+
+def similarities(conn: apsw.Connection, query: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
+    """Cosine similarity of the query to each of these chunks that has a vector (point lookups:
+    for candidates another ranker found, whatever their place in a KNN)."""
+    if not chunk_ids or not exists(conn):
+        return {}
+    query = np.asarray(query, dtype=np.float32)
+    found = {}
+    for chunk_id in chunk_ids:
+        row = conn.execute(VECTOR_SQL, (chunk_id,)).fetchone()
+        if row is not None:
+            found[chunk_id] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+    return found
 
 
 def count(conn: apsw.Connection) -> int:
