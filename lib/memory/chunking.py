@@ -73,13 +73,19 @@ def day_text(moment: datetime) -> str:
 
 
 def message_chunks(
-    label: str, text: str, before: str | None = None, after: str | None = None, day: str | None = None
+    label: str,
+    text: str,
+    before: str | None = None,
+    after: str | None = None,
+    day: str | None = None,
+    times: str = "",
 ) -> list[str]:
     """Chunks of one message: `label: piece`, framed by the neighbouring turns' nearest words,
-    headed by the day it was said (when given)."""
+    headed by the day it was said (when given) and the dates its relative expressions meant
+    (`times`, lib/memory/when.py: "two weeks ago: 24 April 2023")."""
     prefix = f"{_tail(before, CONTEXT_CHARS)}\n" if before else ""
     suffix = f"\n{_head(after, CONTEXT_CHARS)}" if after else ""
-    head = f"[{day}] " if day else ""
+    head = f"[{'; '.join(filter(None, (day, times)))}] " if day or times else ""
     return [f"{head}{prefix}{label}: {piece}{suffix}" for piece in split_text(text)]
 
 

@@ -18,7 +18,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, rows
-from lib.memory import chunking, vectors
+from lib.memory import chunking, vectors, when
 from lib.memory.embeddings import content_hash, embed_texts, model_key
 
 log = logging.getLogger("ash.memory.index")
@@ -93,14 +93,19 @@ def _neighbour(conn: apsw.Connection, sql: str, row: dict) -> str | None:
     return f"{label}: {text}"
 
 
-def _day(created_at: str, settings: Settings) -> str | None:
-    """The day a message was said, in the configured time zone ("8 May 2023"): questions name it
-    ("what did I order on 19 August?"). LoCoMo recall@10 0.747 -> 0.757, recall@5 0.637 -> 0.657."""
+def local_moment(created_at: str, settings: Settings) -> datetime | None:
+    """When a message was said, in the configured time zone (None for an unreadable stamp)."""
     try:
         moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return chunking.day_text(moment.astimezone(zoneinfo.ZoneInfo(settings.config.timezone)))
+    return moment.astimezone(zoneinfo.ZoneInfo(settings.config.timezone))
+
+
+def _day(moment: datetime | None) -> str | None:
+    """The day a message was said ("8 May 2023"): questions name it ("what did I order on 19
+    August?"). LoCoMo recall@10 0.747 -> 0.757, recall@5 0.637 -> 0.657."""
+    return chunking.day_text(moment) if moment else None
 
 
 def _message_chunks(
@@ -114,7 +119,9 @@ def _message_chunks(
         label, text = _label_and_text(row)
         before = _neighbour(conn, BEFORE_SQL, row)
         after = _neighbour(conn, AFTER_SQL, row)
-        pieces = chunking.message_chunks(label, text, before, after, _day(row["created_at"], settings))
+        said = local_moment(row["created_at"], settings)
+        times = when.annotation(text, said)
+        pieces = chunking.message_chunks(label, text, before, after, _day(said), times)
         chunks += [
             _Chunk("message", row["id"], i, row["owner_user_id"], piece, row["created_at"])
             for i, piece in enumerate(pieces)

@@ -77,12 +77,12 @@ def test_a_question_naming_a_speaker_prefers_their_turns(db):
         "hikes",
         [
             ("Tomasz", "Hiking hiking hiking: I love hiking in the Tatras, the best hiking there is."),
-            ("Maya", "I went hiking in the Dolomites last week."),
+            ("Maya", "I went hiking in the Dolomites in August."),
         ],
     )
 
     about_maya = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya go hiking?")
-    assert about_maya[0].content == "I went hiking in the Dolomites last week."
+    assert about_maya[0].content == "I went hiking in the Dolomites in August."
     # Naming both people prefers neither: the words decide.
     both = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya and Tomasz go hiking?")
     assert both[0].content.startswith("Hiking hiking hiking")

@@ -90,7 +90,7 @@ def test_expired_and_superseded_knowledge_is_excluded(local):
 
 def test_semantic_match_without_shared_words(local):
     settings, conn = local
-    turn(conn, settings, ALICE, "We adopted a small kitten last week, she sleeps all day.")
+    turn(conn, settings, ALICE, "We adopted a small kitten, she sleeps all day.")
     turn(conn, settings, ALICE, "The quarterly tax return is due in April.")
 
     found = retrieval.search_messages(conn, settings, user_id=ALICE, query="my pet cat", mode="vector", limit=1)
@@ -160,7 +160,7 @@ def test_query_text_with_fts_syntax_is_searched_literally(local):
 
 def test_hybrid_search_on_a_second_connection_ranks_as_one_connection_does(local, monkeypatch):
     settings, conn = local
-    turn(conn, settings, ALICE, "We adopted a small kitten last week, she sleeps all day.")
+    turn(conn, settings, ALICE, "We adopted a small kitten, she sleeps all day.")
     turn(conn, settings, ALICE, "The kitten's vet appointment is on Friday at noon.")
     turn(conn, settings, BOB, "My kitten is called Biscuit.")
     query = "when is the kitten going to the vet?"
