@@ -78,6 +78,18 @@ def _quote(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def _note_text(line: str) -> str:
+    return " ".join(line.strip().removeprefix("- ").split()).casefold()
+
+
+def not_in_notes(retrieved: list[SearchResult], notes: str) -> list[SearchResult]:
+    """One home for each fact in the prompt: extraction keeps a fact both as a knowledge entry
+    (searchable, with its history) and as a line of the profile notes (always shown), so a
+    retrieved entry the notes already say is left out rather than said twice."""
+    said = {_note_text(line) for line in notes.splitlines() if line.strip()}
+    return [r for r in retrieved if not (r.source_type == "knowledge" and _note_text(r.content) in said)]
+
+
 def _memory_section(items: list[SearchResult]) -> str:
     lines = []
     for item in items:
@@ -119,8 +131,10 @@ def build_system_prompt(
         f"Their current date and time: {moment:%A %d %B %Y, %H:%M} ({tz.key}).\n{DATA_RULE}"
         + (f"\n{GROUP_RULE}" if group else "")
     )
-    if profile and profile.notes.strip() and not group:
-        sections.append(f"## Notes about {who}\n<notes>\n{_quote(profile.notes.strip())}\n</notes>")
+    notes = profile.notes.strip() if profile and not group else ""
+    if notes:
+        sections.append(f"## Notes about {who}\n<notes>\n{_quote(notes)}\n</notes>")
+    retrieved = not_in_notes(retrieved, notes)
     if retrieved:
         sections.append(_memory_section(retrieved))
     if summary:

@@ -439,3 +439,23 @@ async def test_openai_stream_cut_before_finish_is_retried(ash_home, monkeypatch,
     assert "The capital of the UK" in sink.of("update") and "…" in sink.of("update")
     assert sink.of("finish") == ["The capital of the UK is London."] and result.ok
     runtime.db.close()
+
+
+async def test_a_fact_in_the_notes_is_not_repeated_from_retrieved_memory(runtime, httpx2_mock):
+    from lib.memory import knowledge
+    from lib.memory.extraction import _update_notes
+
+    conn = runtime.db.conn()
+    settings = runtime.settings
+    # What extraction stores for one fact: a knowledge entry and a line of the notes.
+    for fact in ("Ada is allergic to peanuts.", "Ada's sister lives in Porto."):
+        knowledge.add(conn, settings, fact, owner_user_id=OWNER, source="extraction")
+        _update_notes(conn, OWNER, [fact], [])
+    knowledge.add(conn, settings, "Ada keeps the spare peanut-free snacks in the blue tin.", owner_user_id=OWNER)
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(return_value=sse_response("anthropic", "stream_text.sse"))
+
+    await run_turn(runtime, turn("Can I eat the peanut snacks from the tin?", display_name="Ada"), RecordingSink())
+
+    system = request_json(route.calls.last)["system"]
+    assert system.count("Ada is allergic to peanuts.") == 1  # in the notes, not again in memory
+    assert '<item source="knowledge"' in system and "blue tin" in system  # what the notes lack still comes
