@@ -41,8 +41,10 @@ def webhook() -> None:
 @click.argument("url")
 @click.option("--drop-pending", is_flag=True, help="Discard updates Telegram has queued for the bot.")
 def webhook_set(url: str, drop_pending: bool) -> None:
-    """Point Telegram at URL (the full https URL ending in /telegram/webhook) with the secret."""
+    """Point Telegram at URL (the full https URL ending in /telegram/webhook) with the secret,
+    and set the bot's command menu."""
     from lib.telegram.client import ALLOWED_UPDATES
+    from lib.telegram.menu import set_command_menu
 
     settings = settings_or_exit()
     secret = settings.secrets.telegram_webhook_secret
@@ -55,6 +57,8 @@ def webhook_set(url: str, drop_pending: bool) -> None:
         raise click.ClickException(f"Telegram only delivers to https:// URLs, got {url!r}")
     _run(settings, lambda tg: tg.set_webhook(url, secret, drop_pending_updates=drop_pending))
     click.echo(f"webhook set: {url} (updates: {', '.join(ALLOWED_UPDATES)})")
+    commands = _run(settings, set_command_menu)
+    click.echo(f"command menu set: /{', /'.join(commands)}")
 
 
 @webhook.command("delete")

@@ -20,8 +20,37 @@ from lib.db import now_iso, one, rows, write, write_rows
 
 # Kinds Ash never answers. They are stored all the same (a repeat delivery is then recognised and
 # the inbox shows what arrived), but already finished: a bot in a busy channel never wakes the
-# processor for them. "unknown" is an update that did not decode.
-UNANSWERED_KINDS = ("edited_message", "channel_post", "edited_channel_post", "chat_member", "unknown")
+# processor for them. They are the Bot API 10.1 update types lib/telegram/kinds.py
+# UNHANDLED_UPDATES lists (with why), "service" (a message saying something happened in the
+# chat, such as a member joining) and "unknown" (an update that did not decode).
+UNANSWERED_KINDS = frozenset(
+    {
+        "edited_message",
+        "channel_post",
+        "edited_channel_post",
+        "business_connection",
+        "business_message",
+        "edited_business_message",
+        "deleted_business_messages",
+        "guest_message",
+        "message_reaction",
+        "message_reaction_count",
+        "inline_query",
+        "chosen_inline_result",
+        "shipping_query",
+        "pre_checkout_query",
+        "purchased_paid_media",
+        "poll",
+        "poll_answer",
+        "chat_member",
+        "chat_join_request",
+        "chat_boost",
+        "removed_chat_boost",
+        "managed_bot",
+        "service",
+        "unknown",
+    }
+)
 
 STORE_SQL = """
 INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at, status, done_at, last_error)
@@ -169,7 +198,7 @@ def claim(
 def skip_kinds(conn: apsw.Connection, bot_id: int) -> list[dict]:
     """Mark pending updates of UNANSWERED_KINDS skipped (rows stored pending by an older version,
     or before a kind joined the list); returns their ids and kinds."""
-    kinds = json.dumps(UNANSWERED_KINDS)
+    kinds = json.dumps(sorted(UNANSWERED_KINDS))
     return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": kinds})
 
 

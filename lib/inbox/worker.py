@@ -30,6 +30,9 @@ from lib.retry import Backoff
 log = logging.getLogger("ash.processor")
 
 PRUNE_EVERY = 3600.0
+# The message a stop request cancels running work with, so the handler can tell it from a
+# shutdown (which cancels with none) and settle what it had shown (asyncio.Task.cancel(msg)).
+STOP_REQUESTED = "stop requested"
 # A failed update waits 2, 4, 8 ... seconds (at most five minutes) before its next attempt.
 RETRY_BACKOFF = Backoff(base=1.0, max_delay=300.0, jitter=False)
 
@@ -100,6 +103,8 @@ class InboxWorker:
         self._unrecorded: dict[int, tuple[str, str | None]] = {}
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task | None = None
+        # The claim the database is making now, if any (see _claim).
+        self._claiming: asyncio.Future | None = None
         self._stopping = False
         self._last_sweep = 0.0
         self._last_prune = 0.0
@@ -132,6 +137,11 @@ class InboxWorker:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
+        if self._claiming is not None:
+            # A claim already in the database's hands lands whatever happens; wait for it so the
+            # release below frees it too.
+            with contextlib.suppress(Exception):
+                await self._claiming
         tasks = [job.task for job in self._jobs.values() if job.task is not None]
         for task in tasks:
             task.cancel()
@@ -190,7 +200,7 @@ class InboxWorker:
             return 0
         started = 0
         while len(self._jobs) < self.config.max_concurrent_chats:
-            claim = await self._db(queue.claim, self.bot_id, self.worker, self.config.lease_seconds)
+            claim = await self._claim()
             if claim is None:
                 break
             job = Job(claim)
@@ -199,6 +209,14 @@ class InboxWorker:
             job.task = asyncio.create_task(run(job), name=f"ash-update-{claim.update_id}")
             started += 1
         return started
+
+    async def _claim(self) -> queue.Claim | None:
+        """Claim the next update. A worker thread cannot be cancelled: when shutdown cancels the
+        loop mid-claim, the claim still lands, and stop() waits for it (shielded) to release it."""
+        self._claiming = asyncio.ensure_future(
+            self._db(queue.claim, self.bot_id, self.worker, self.config.lease_seconds)
+        )
+        return await asyncio.shield(self._claiming)
 
     async def drain(self) -> None:
         """Process until nothing is claimable and nothing runs (tests and `ash` one-shots)."""
@@ -236,7 +254,7 @@ class InboxWorker:
             if await self._db(queue.take_pending, self.bot_id, row["update_id"], "stop: cancelled the running turn"):
                 log.info("/stop: cancelling update %s in chat %s", job.claim.update_id, job.claim.chat_key)
                 job.stop_requested = True
-                job.task.cancel()
+                job.task.cancel(STOP_REQUESTED)
                 await self._quietly(self.handler.stopped(job.claim), "telling the chat it stopped")
 
     # -- one update -------------------------------------------------------------------------

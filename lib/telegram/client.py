@@ -27,8 +27,10 @@ from lib.errors import (
     TimedOut,
 )
 from lib.retry import Backoff, Retryable, retry
+from lib.telegram.placement import CHAT, Placement
 from lib.telegram.types import (
     ENCODER,
+    BotCommand,
     EditMessageText,
     File,
     InlineKeyboardMarkup,
@@ -38,8 +40,10 @@ from lib.telegram.types import (
 
 log = logging.getLogger("ash.telegram")
 
-# Updates Ash asks Telegram to deliver (setWebhook allowed_updates).
-ALLOWED_UPDATES = ["message", "edited_message", "callback_query", "my_chat_member"]
+# Updates Ash asks Telegram to deliver (setWebhook allowed_updates): exactly the kinds it acts on.
+# Not edited_message: Ash answers a message once, and an edit that arrives after the answer
+# cannot change it (lib/telegram/kinds.py UNHANDLED_UPDATES skips any that still arrive).
+ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"]
 # A flood wait longer than this is not slept through inside one call: the turn fails and is
 # retried later by the inbox (Telegram sometimes asks for hours).
 MAX_FLOOD_WAIT = 60.0
@@ -89,7 +93,7 @@ def _text_params[TextParams: (SendMessage, EditMessageText)](
     text: str,
     parse_mode: str | None,
     reply_markup: InlineKeyboardMarkup | None,
-    **ids: int | None,
+    **where: object,
 ) -> TextParams:
     """The params of a text the bot writes or rewrites: the same fields, link previews always off."""
     return struct(
@@ -98,7 +102,7 @@ def _text_params[TextParams: (SendMessage, EditMessageText)](
         parse_mode=parse_mode,
         reply_markup=reply_markup,
         link_preview_options={"is_disabled": True},
-        **ids,
+        **where,
     )
 
 
@@ -187,11 +191,20 @@ class TelegramClient:
         *,
         parse_mode: str | None = None,
         reply_markup: InlineKeyboardMarkup | None = None,
-        message_thread_id: int | None = None,
+        placement: Placement = CHAT,
         retry_flood: bool = True,
     ) -> SentMessage:
-        """Send a text message; returns its id."""
-        params = _text_params(SendMessage, chat_id, text, parse_mode, reply_markup, message_thread_id=message_thread_id)
+        """Send a text message (to a topic, as a reply: `placement`); returns its id."""
+        params = _text_params(
+            SendMessage,
+            chat_id,
+            text,
+            parse_mode,
+            reply_markup,
+            message_thread_id=placement.message_thread_id,
+            direct_messages_topic_id=placement.direct_messages_topic_id,
+            reply_parameters=placement.reply_parameters,
+        )
         result = await self.call("sendMessage", params, retry_flood=retry_flood)
         return msgspec.convert(result, SentMessage)
 
@@ -213,9 +226,18 @@ class TelegramClient:
             if NOT_MODIFIED not in exc.message:
                 raise
 
-    async def send_chat_action(self, chat_id: int | str, action: str = "typing") -> None:
-        """Show "typing..." for about five seconds; failures only cost the indicator."""
-        await self.call("sendChatAction", {"chat_id": chat_id, "action": action}, retry_flood=False)
+    async def delete_message(self, chat_id: int | str, message_id: int) -> None:
+        """Delete a message the bot sent (Telegram allows it for 48 hours)."""
+        await self.call("deleteMessage", {"chat_id": chat_id, "message_id": message_id})
+
+    async def send_chat_action(
+        self, chat_id: int | str, action: str = "typing", *, message_thread_id: int | None = None
+    ) -> None:
+        """Show "typing..." (in a forum topic: there) for about five seconds; failures only cost the indicator."""
+        params: dict[str, Any] = {"chat_id": chat_id, "action": action}
+        if message_thread_id is not None:
+            params["message_thread_id"] = message_thread_id
+        await self.call("sendChatAction", params, retry_flood=False)
 
     async def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
         """Stop the button's spinner, optionally with a short notice."""
@@ -267,6 +289,14 @@ class TelegramClient:
         if max_connections:
             params["max_connections"] = max_connections
         return bool(await self.call("setWebhook", params))
+
+    async def get_my_commands(self) -> list[BotCommand]:
+        """The command menu Telegram shows for the bot (default scope)."""
+        return msgspec.convert(await self.call("getMyCommands"), list[BotCommand])
+
+    async def set_my_commands(self, commands: list[BotCommand]) -> bool:
+        """Replace the command menu Telegram shows for the bot (default scope)."""
+        return bool(await self.call("setMyCommands", {"commands": commands}))
 
     async def delete_webhook(self, *, drop_pending_updates: bool = False) -> bool:
         """Remove the webhook."""

@@ -1,4 +1,8 @@
-"""Slash commands in Telegram: /start, /help, /new, /stop, /memory, /forget (with its confirm button)."""
+"""Slash commands in Telegram: /start, /help, /new, /stop, /memory, /forget (with its confirm button).
+
+REGISTRY is the one list of them: the processor routes by it, /help lists it, and Telegram's
+command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,44 @@ import apsw
 
 from lib.config import Settings
 from lib.memory import store
-from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from lib.telegram.types import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup
 
 log = logging.getLogger("ash.telegram")
 
-COMMANDS = ("start", "help", "new", "stop", "memory", "forget")
 
-HELP = """I'm Ash, your assistant. Write to me as you would to a person; I remember what we talk about.
+@dataclass(frozen=True)
+class Command:
+    """A slash command: its name and the line that describes it in /help and the menu."""
 
-/new - start a fresh conversation (I keep what I know about you)
-/stop - stop the answer I am writing
-/memory - what I know about you
-/forget - delete everything I know about you
-/help - this message"""
+    name: str
+    description: str
+    # /start is what Telegram's own Start button sends: it needs no place in the menu.
+    listed: bool = True
+
+
+REGISTRY = (
+    Command("start", "greeting", listed=False),
+    Command("new", "start a fresh conversation (I keep what I know about you)"),
+    Command("stop", "stop the answer I am writing"),
+    Command("memory", "what I know about you"),
+    Command("forget", "delete everything I know about you"),
+    Command("help", "what I can do"),
+)
+COMMANDS = tuple(command.name for command in REGISTRY)
+
+HELP = "\n".join(
+    [
+        "I'm Ash, your assistant. Write to me as you would to a person; I remember what we talk about.",
+        "",
+        *(f"/{command.name} - {command.description}" for command in REGISTRY if command.listed),
+    ]
+)
+
+
+def menu() -> list[BotCommand]:
+    """The command menu Telegram should show (setMyCommands), from REGISTRY."""
+    return [BotCommand(command=c.name, description=c.description) for c in REGISTRY if c.listed]
+
 
 START = "Hello! I'm Ash, your assistant. Write to me as you would to a person.\n\nSend /help to see what I can do."
 

@@ -11,7 +11,8 @@ from lib.errors import Rejected
 from lib.inbox import queue as inbox
 from lib.inbox.writer import InboxWriter
 from lib.runtime import Runtime
-from lib.telegram.types import UPDATE_DECODER, UPDATE_ID_DECODER, update_chat_id, update_kind
+from lib.telegram.kinds import skip_reason, update_chat_id, update_kind
+from lib.telegram.types import UPDATE_DECODER, UPDATE_ID_DECODER
 
 log = logging.getLogger("ash.webhook")
 
@@ -19,8 +20,9 @@ log = logging.getLogger("ash.webhook")
 MAX_UPDATE_ID = 2**63 - 1
 
 
-def parse(body: bytes) -> tuple[int, str | None, str]:
-    """(update_id, chat key, kind) of a body; Rejected(400) without an integer update_id.
+def parse(body: bytes) -> tuple[int, str | None, str, str | None]:
+    """(update_id, chat key, kind, why it is not answered) of a body; Rejected(400) without an
+    integer update_id.
 
     One full decode in the common case; only a body that does not decode as an Update is looked
     at again for its update_id alone (stored as "unknown" if it has one, else refused)."""
@@ -32,10 +34,13 @@ def parse(body: bytes) -> tuple[int, str | None, str]:
     except (msgspec.DecodeError, RecursionError):
         # msgspec raises RecursionError, not DecodeError, on JSON nested about 1,000 deep.
         update = None
+    why = None
     if update is not None:
         update_id = update.update_id
         chat = update_chat_id(update)
         chat_key, kind = None if chat is None else str(chat), update_kind(update)
+        if kind in inbox.UNANSWERED_KINDS:  # the rare path: a kind Ash never answers
+            why = skip_reason(update, kind)
     else:
         try:
             update_id = UPDATE_ID_DECODER.decode(body).update_id
@@ -45,24 +50,27 @@ def parse(body: bytes) -> tuple[int, str | None, str]:
         chat_key, kind = None, "unknown"
     if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
         raise Rejected(400, "update_id out of range")
-    return update_id, chat_key, kind
+    return update_id, chat_key, kind, why
 
 
-def _outcome(update_id: int, kind: str, fresh: bool) -> bool:
+def _outcome(update_id: int, kind: str, why: str | None, fresh: bool) -> bool:
     if not fresh:
         log.info("update %s delivered again: already stored", update_id)
         return False
     if kind == "unknown":
-        log.warning("update %s stored but not answered: it does not decode as a Telegram update", update_id)
+        why = why or "it does not decode as a Telegram update"
+        log.warning("update %s stored but not answered: %s", update_id, why)
+    elif why is not None:
+        log.info("skipping update %s: %s (%s)", update_id, kind, why)
     return kind not in inbox.UNANSWERED_KINDS
 
 
 def store_update(runtime: Runtime, body: bytes) -> bool:
     """Validate and store one update; True when it waits for the processor (new and answerable).
     Runs in a worker thread."""
-    update_id, chat_key, kind = parse(body)
+    update_id, chat_key, kind, why = parse(body)
     fresh = inbox.store(runtime.db.conn(), runtime.settings.bot_id, update_id, chat_key, kind, body)
-    return _outcome(update_id, kind, fresh)
+    return _outcome(update_id, kind, why, fresh)
 
 
 async def accept(runtime: Runtime, writer: InboxWriter | None, body: bytes) -> bool:
@@ -73,5 +81,5 @@ async def accept(runtime: Runtime, writer: InboxWriter | None, body: bytes) -> b
     group-committing InboxWriter when the server runs one (else a worker thread)."""
     if writer is None:
         return await asyncio.to_thread(store_update, runtime, body)
-    update_id, chat_key, kind = parse(body)
-    return _outcome(update_id, kind, await writer.store(update_id, chat_key, kind, body))
+    update_id, chat_key, kind, why = parse(body)
+    return _outcome(update_id, kind, why, await writer.store(update_id, chat_key, kind, body))

@@ -1,10 +1,11 @@
 """The agent's OutputSink for Telegram: a typing action, then one message edited as the answer grows.
 
 Edits are paced (telegram.stream_edit_interval in private chats, group_stream_edit_interval in
-groups) and slow down after a 429. The final text always lands. Each time a message is sent,
-the ids of all the answer's messages are handed to `on_new_message` (which stores them in the
-inbox) before streaming goes on, so a resumed turn edits those messages instead of sending
-more. Answers longer than one message continue in further messages.
+groups) and slow down after a 429. The final text always lands. Each time the answer's messages
+change (one is sent, or a part left over is deleted), their ids are handed to `on_new_message`
+(which stores them in the inbox) before streaming goes on, so a resumed turn edits those
+messages instead of sending more. Answers longer than one message continue in further messages;
+the first one replies to the question in a group, and all go to its topic (`placement`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from lib.errors import BadRequest, ChatMigrated, RetryAfter
+from lib.errors import BadRequest, ChatMigrated, RetryAfter, TelegramError
 from lib.telegram.client import PARSE_ERROR, TelegramClient
-from lib.telegram.format import plain, render
+from lib.telegram.format import MAX_MESSAGE_UNITS, plain, render, utf16_len
+from lib.telegram.placement import CHAT, Placement
 from lib.telegram.types import InlineKeyboardMarkup
 
 log = logging.getLogger("ash.telegram")
 
-# Streaming edits show a cursor so the user sees the answer is still coming.
+# Streaming edits show a cursor so the user sees the answer is still coming. It is added only
+# where it fits: it must never push a part over Telegram's limit and into a message of its own.
 CURSOR = " …"
+# What a message that can no longer be deleted shows instead of stale text.
+BLANK = "·"
 # How long a message waits for a typing action still in flight (then the action is dropped).
 TYPING_GRACE = 0.5
 
@@ -47,13 +52,14 @@ class TelegramSink:
     resume_message_ids: list[int] = field(default_factory=list)
     on_new_message: Callable[[list[int]], Awaitable[None]] | None = None
     on_migrated: Callable[[int], Awaitable[None]] | None = None
-    message_thread_id: int | None = None
+    placement: Placement = CHAT
     # Buttons shown under the last message of the final answer (a command's reply).
     reply_markup: InlineKeyboardMarkup | None = None
     clock: Callable[[], float] = time.monotonic
     parts: list[_Part] = field(default_factory=list)
     _next_edit: float = 0.0
     _finished: bool = False
+    _latest: str = ""  # the newest text update() was given, shown or not yet
     _typing: asyncio.Task | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,7 +85,9 @@ class TelegramSink:
 
     async def _send_typing(self) -> None:
         try:
-            await self.client.send_chat_action(self.chat_id, "typing")
+            await self.client.send_chat_action(
+                self.chat_id, "typing", message_thread_id=self.placement.message_thread_id
+            )
         except Exception as exc:  # only the indicator is lost
             log.debug("typing action failed: %s", exc)
 
@@ -97,10 +105,13 @@ class TelegramSink:
 
     async def update(self, text: str) -> None:
         """Show the answer so far, at most once per interval; skipped edits are caught up later."""
-        if self._finished or not text.strip() or self.clock() < self._next_edit:
+        if self._finished or not text.strip():
+            return
+        self._latest = text
+        if self.clock() < self._next_edit:
             return
         try:
-            await self._sync(render(text + CURSOR), final=False)
+            await self._sync(_with_cursor(render(text)), final=False)
         except RetryAfter as exc:
             # Flood control: wait it out and edit less often from now on.
             self.interval *= 2
@@ -119,26 +130,53 @@ class TelegramSink:
         self._finished = True
         await self._sync(render(text), final=True)
 
-    async def _sync(self, rendered: list[str], *, final: bool) -> None:
+    async def halt(self) -> None:
+        """The answer was stopped (/stop): leave what was written so far, without the cursor.
+
+        One attempt, no flood wait: it runs while the chat's next update waits."""
+        if self._finished or not self.parts or not self._latest:
+            return
+        self._finished = True
+        try:
+            await self._sync(render(self._latest), final=True, retry_flood=False)
+        except TelegramError as exc:
+            log.info("could not settle the stopped answer: %s", exc)
+
+    async def _sync(self, rendered: list[str], *, final: bool, retry_flood: bool | None = None) -> None:
         await self._settle_typing()
+        retry_flood = final if retry_flood is None else retry_flood
         for index, html_text in enumerate(rendered):
             markup = self.reply_markup if final and index == len(rendered) - 1 else None
             if index < len(self.parts):
                 part = self.parts[index]
                 if part.shown != html_text or markup is not None:
-                    await self._edit(part, html_text, reply_markup=markup, retry_flood=final)
+                    await self._edit(part, html_text, reply_markup=markup, retry_flood=retry_flood)
             else:
-                sent = await self._send(html_text, reply_markup=markup, retry_flood=final)
+                where = self.placement if index == 0 else self.placement.without_reply()
+                sent = await self._send(html_text, where, reply_markup=markup, retry_flood=retry_flood)
                 self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
-                if self.on_new_message is not None:
-                    await self.on_new_message(self.message_ids)
-        if final:
-            # A re-split may leave fewer parts; blank the extra ones rather than leave stale text.
-            for part in self.parts[len(rendered) :]:
-                if part.shown != "·":
-                    await self._edit(part, "·", retry_flood=True)
+                await self._record()
+        if final and rendered and len(self.parts) > len(rendered):
+            await self._drop_parts(len(rendered))
 
-    async def _send(self, html_text: str, *, reply_markup=None, retry_flood: bool):
+    async def _drop_parts(self, keep: int) -> None:
+        """Delete the parts a final answer no longer needs (a resumed turn's, or a re-split's), so
+        no stray message is left; one that cannot be deleted any more is blanked instead."""
+        extra, self.parts = self.parts[keep:], self.parts[:keep]
+        for part in extra:
+            try:
+                await self._with_migration(lambda chat, part=part: self.client.delete_message(chat, part.message_id))
+            except BadRequest as exc:
+                log.info("could not delete a left-over part (%s); blanking it", exc.message)
+                if part.shown != BLANK:
+                    await self._edit(part, BLANK, retry_flood=True)
+        await self._record()
+
+    async def _record(self) -> None:
+        if self.on_new_message is not None:
+            await self.on_new_message(self.message_ids)
+
+    async def _send(self, html_text: str, where: Placement, *, reply_markup=None, retry_flood: bool):
         try:
             sent = await self._with_migration(
                 lambda chat: self.client.send_message(
@@ -146,7 +184,7 @@ class TelegramSink:
                     html_text,
                     parse_mode="HTML",
                     reply_markup=reply_markup,
-                    message_thread_id=self.message_thread_id,
+                    placement=where,
                     retry_flood=retry_flood,
                 )
             )
@@ -157,11 +195,7 @@ class TelegramSink:
             log.warning("telegram could not parse our HTML (%s); sending plain text", exc.message)
         sent = await self._with_migration(
             lambda chat: self.client.send_message(
-                chat,
-                plain(html_text),
-                reply_markup=reply_markup,
-                message_thread_id=self.message_thread_id,
-                retry_flood=retry_flood,
+                chat, plain(html_text), reply_markup=reply_markup, placement=where, retry_flood=retry_flood
             )
         )
         return _Sent(sent.message_id, True)
@@ -202,6 +236,13 @@ class TelegramSink:
             if self.on_migrated is not None:
                 await self.on_migrated(exc.new_chat_id)
             return await call(self.chat_id)
+
+
+def _with_cursor(parts: list[str]) -> list[str]:
+    """The streamed parts with the cursor after the last one, if it still fits in that message."""
+    if parts and utf16_len(plain(parts[-1]) + CURSOR) <= MAX_MESSAGE_UNITS:
+        return [*parts[:-1], parts[-1] + CURSOR]
+    return parts
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 Decodes the stored update and routes it: messages (access check, slash commands, albums,
 photos, then a turn of the agent, streamed into a TelegramSink), button presses, and changes
-of the bot's membership. The lease loop around it (one chat at a time, retries, /stop, resume
-after a crash) is lib/inbox/worker.py, which knows nothing of Telegram.
+of the bot's membership. Every answer goes where the question was asked (its forum topic; in a
+group, as a reply to it: lib/telegram/placement.py). The lease loop around it (one chat at a
+time, retries, /stop, resume after a crash) is lib/inbox/worker.py, which knows nothing of
+Telegram.
 """
 
 from __future__ import annotations
@@ -11,24 +13,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 
 from lib.agent.contract import TurnInput, TurnResult
-from lib.errors import Forbidden, InvalidToken, TelegramError
+from lib.errors import BadRequest, Forbidden, InvalidToken, TelegramError
 from lib.inbox import queue as inbox
-from lib.inbox.worker import InboxWorker, Permanent
+from lib.inbox.worker import STOP_REQUESTED, InboxWorker, Permanent
 from lib.memory import store
 from lib.runtime import Runtime
 from lib.telegram import access
 from lib.telegram.addressing import addressed_in_group
+from lib.telegram.buttons import ButtonPresses
 from lib.telegram.client import TelegramClient
-from lib.telegram.commands import COMMANDS, Reply, parse_command, run_callback, run_command
+from lib.telegram.commands import COMMANDS, Reply, parse_command, run_command
+from lib.telegram.context import display_name, with_context
+from lib.telegram.kinds import READ_CONTENT, SERVICE_CONTENT, SERVICE_REASON, UNREAD_CONTENT, message_content
 from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
+from lib.telegram.placement import CHAT, GROUP_TYPES, Placement, answer_placement
 from lib.telegram.sink import TelegramSink
-from lib.telegram.types import UPDATE_DECODER, Message, Update, User
+from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
 
 log = logging.getLogger("ash.processor")
 
@@ -39,7 +46,8 @@ DENIED = (
     "Sorry, I only talk to people my owner has allowed. Your Telegram id is {user_id}; "
     "ask them to run `ash users allow {user_id}`."
 )
-FAILED = "Sorry, I could not answer this message; I tried {attempts} times. Please send it again later."
+FAILED = "Sorry, I could not answer this message ({tries}). Please send it again later."
+STOPPED = "Stopped."
 # Commands about one person's own memory: in a group the answer goes to their private chat, so
 # the group never reads it (lib/memory/scope.py).
 PRIVATE_COMMANDS = frozenset({"memory", "forget"})
@@ -48,18 +56,10 @@ OPEN_PRIVATELY = (
     "I can't write to you privately until you start a chat with me: open {link}, press Start, "
     "then send /{command} there."
 )
-UNSUPPORTED = {
-    "voice": "I can't listen to voice messages yet; please type your message.",
-    "audio": "I can't listen to audio yet; please type your message.",
-    "video": "I can't watch videos yet; please describe it in text.",
-    "video_note": "I can't watch video messages yet; please type your message.",
-    "document": "I can't read files yet; please paste the text into the chat.",
-    "sticker": "Nice sticker! I can only read text and photos for now.",
-}
-
-
-def _display_name(user: User) -> str:
-    return " ".join(part for part in (user.first_name, user.last_name) if part)
+# Kinds of update that carry a message someone wrote (gave_up tells them; a button press is not one).
+MESSAGE_KINDS = frozenset({"message", "command", "album", "stop"})
+# Seconds a getMe answer is trusted: it says whether the bot has topic mode on in private chats.
+ME_TTL = 600.0
 
 
 class TelegramUpdates:
@@ -82,6 +82,8 @@ class TelegramUpdates:
         self.runner = runner
         self._client = client
         self._me: dict | None = None
+        self._me_at = 0.0
+        self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
         self.worker_id = worker_id
 
@@ -105,28 +107,40 @@ class TelegramUpdates:
         return await asyncio.to_thread(lambda: fn(self.runtime.db.conn(), *args, **kwargs))
 
     async def me(self) -> dict:
-        """getMe, cached: the bot's id and @username (for mentions in groups)."""
-        if self._me is None:
+        """getMe, cached for ME_TTL: the bot's @username (mentions in groups) and whether it has
+        topic mode on in private chats (has_topics_enabled, which the owner can switch)."""
+        if self._me is None or time.monotonic() - self._me_at > ME_TTL:
             try:
                 self._me = await self.client.get_me()
             except TelegramError as exc:
                 log.warning("getMe failed (%s); group mentions are not recognised until it works", exc)
-                return {"id": self.bot_id, "username": None}
+                return self._me or {"id": self.bot_id, "username": None}
+            self._me_at = time.monotonic()
         return self._me
+
+    async def _placement(self, message: Message) -> Placement:
+        """Where the answer to `message` goes. getMe is asked only for a private chat's topic."""
+        private_topic = message.is_topic_message and message.chat.type == "private"
+        bot_has_topics = bool((await self.me()).get("has_topics_enabled")) if private_topic else False
+        return answer_placement(message, bot_has_topics)
 
     # -- the worker's Handler ---------------------------------------------------------------
     async def handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""
         try:
-            return await self._handle(claim)
+            status, note = await self._handle(claim)
         except Forbidden as exc:
             # Blocked or kicked: a retry cannot help, and the chat is marked so nothing more is sent.
             log.info("chat %s blocked the bot: %s", claim.chat_key, exc.message)
             if claim.chat_key is not None:
                 await self._db(access.mark_blocked, claim.chat_key)
             return "failed", f"forbidden: {exc}"
-        except InvalidToken as exc:
-            raise Permanent(str(exc)) from exc
+        except (InvalidToken, BadRequest) as exc:
+            # A wrong token, or a request Telegram refuses (400): the same request fails again.
+            raise Permanent(f"{type(exc).__name__}: {exc.message}") from exc
+        if status == "skipped":
+            log.info("skipping update %s: %s", claim.update_id, note)
+        return status, note
 
     async def may_stop(self, stop_payload: bytes, running: inbox.Claim) -> bool:
         """A /stop cancels a running turn only when it is addressed to this bot (`/stop` or
@@ -149,7 +163,7 @@ class TelegramUpdates:
         sender = stop.from_
         if not await self._db(access.is_allowed, self.settings, sender.id, sender.username):
             return False
-        if stop.chat.type not in ("group", "supergroup"):
+        if stop.chat.type not in GROUP_TYPES:
             return True
         owner = self.settings.config.owner
         if owner is not None and str(owner) == str(sender.id):
@@ -157,38 +171,48 @@ class TelegramUpdates:
         return turn is not None and turn.from_ is not None and turn.from_.id == sender.id
 
     async def stopped(self, claim: inbox.Claim) -> None:
-        """/stop cancelled this chat's running turn."""
-        with contextlib.suppress(TelegramError):
-            await self.client.send_message(int(claim.chat_key), "Stopped.")
+        """/stop cancelled this chat's running turn: say so where the question was asked."""
+        await self._notice(claim, STOPPED)
 
     async def gave_up(self, claim: inbox.Claim) -> None:
-        """Every attempt failed: say so once, so the person knows to send it again."""
-        if claim.chat_key is not None and self.client is not None:
-            with contextlib.suppress(TelegramError):
-                await self.client.send_message(int(claim.chat_key), FAILED.format(attempts=claim.attempts))
+        """Every attempt failed: say so once, so the person knows to send it again. A button
+        press gets no such notice: its toast was already shown."""
+        if claim.kind in MESSAGE_KINDS and self.client is not None:
+            tries = "I tried once" if claim.attempts == 1 else f"I tried {claim.attempts} times"
+            await self._notice(claim, FAILED.format(tries=tries))
+
+    async def _notice(self, claim: inbox.Claim, text: str) -> None:
+        """A short notice about a message's answer, in its chat, topic and reply thread."""
+        if claim.chat_key is None:
+            return
+        try:
+            message = UPDATE_DECODER.decode(claim.payload).message
+        except (msgspec.DecodeError, RecursionError):
+            message = None
+        with contextlib.suppress(TelegramError):
+            placement = await self._placement(message) if message is not None else CHAT
+            await self.client.send_message(int(claim.chat_key), text, placement=placement)
 
     async def _handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""
         try:
             update = UPDATE_DECODER.decode(claim.payload)
         except (msgspec.DecodeError, RecursionError) as exc:
-            log.info("skipping update %s: cannot decode it (%s)", claim.update_id, exc)
-            return "skipped", "cannot decode"
+            return "skipped", f"cannot decode it ({exc})"
         if update.message is not None:
-            return await self._message(claim, update, update.message)
+            return await self._message(claim, update.message)
         if update.callback_query is not None:
-            return await self._callback(update)
+            return await self._callback(update.callback_query)
         if update.my_chat_member is not None and update.my_chat_member.new_chat_member is not None:
             status = update.my_chat_member.new_chat_member.status
             if update.my_chat_member.chat.type == "private":
                 await self._db(access.mark_blocked, update.my_chat_member.chat.id, status == "kicked")
             log.info("chat %s: bot is now %s", update.my_chat_member.chat.id, status)
             return "done", f"member: {status}"
-        log.info("skipping update %s of kind %s", claim.update_id, claim.kind)
-        return "skipped", f"unhandled kind {claim.kind}"
+        return "skipped", f"{claim.kind} (Ash does not answer this kind of update)"
 
-    def _sink(self, claim: inbox.Claim, chat_id: int, chat_type: str, thread_id: int | None) -> TelegramSink:
-        group = chat_type in ("group", "supergroup")
+    def _sink(self, claim: inbox.Claim, chat_id: int, chat_type: str, placement: Placement) -> TelegramSink:
+        group = chat_type in GROUP_TYPES
         interval = self.config.group_stream_edit_interval if group else self.config.stream_edit_interval
 
         async def record(message_ids: list[int]) -> None:
@@ -204,32 +228,31 @@ class TelegramUpdates:
             resume_message_ids=claim.reply_ids,
             on_new_message=record,
             on_migrated=migrated,
-            message_thread_id=thread_id if group else None,
+            placement=placement,
         )
 
     async def _reply(self, sink: TelegramSink, reply: Reply) -> None:
         sink.reply_markup = reply.keyboard
         await sink.finish(reply.text)
 
-    async def _message(self, claim: inbox.Claim, update: Update, message: Message) -> tuple[str, str | None]:
+    async def _message(self, claim: inbox.Claim, message: Message) -> tuple[str, str | None]:
         chat, user = message.chat, message.from_
         if user is None or user.is_bot:
-            return "skipped", "no human sender"
-        group = chat.type in ("group", "supergroup")
+            return "skipped", "a message with no human sender"
+        group = chat.type in GROUP_TYPES
         text = message.text or message.caption or ""
         me = await self.me() if group else {}
         if group:
             addressed, text = addressed_in_group(message, text, me)
             if not addressed:
-                return "skipped", "group message not addressed to the bot"
+                return "skipped", "a group message not addressed to the bot"
+        sink = self._sink(claim, chat.id, chat.type, await self._placement(message))
         if not await self._db(access.is_allowed, self.settings, user.id, user.username):
             # Nothing is kept for a stranger beyond the one denial in their private chat, and
             # denials are capped across all strangers (a flood of new accounts costs nothing).
             log.info("user %s (@%s) is not allowed", user.id, user.username)
             if not group and await self._db(access.should_tell_denied, chat.id):
-                await self._sink(claim, chat.id, chat.type, message.message_thread_id).finish(
-                    DENIED.format(user_id=user.id)
-                )
+                await sink.finish(DENIED.format(user_id=user.id))
             return "done", "not allowed"
         await self._db(access.note_chat, chat.id, chat.type, chat.title)
         if not group:
@@ -237,67 +260,83 @@ class TelegramUpdates:
             await self._db(access.mark_blocked, chat.id, False)
         state = await self._db(access.chat_state, chat.id)
         if state and state["blocked_at"]:
-            return "skipped", "chat blocked"
-        sink = self._sink(claim, chat.id, chat.type, message.message_thread_id)
+            return "skipped", "the chat blocked the bot"
         command = parse_command(text, me.get("username"))
         if command is not None and command[0] in COMMANDS:
+            return await self._command(claim, message, sink, command[0])
+        content = message_content(message)
+        if content in UNREAD_CONTENT:
+            await sink.finish(UNREAD_CONTENT[content])
+            return "done", f"unsupported {content}"
+        if content in SERVICE_CONTENT:  # stored pending by an older version; new ones never get here
+            return "skipped", f"{content}, {SERVICE_REASON}"
+        if content not in READ_CONTENT:
+            return "skipped", "a message with no content Ash knows (newer than Bot API 10.1)"
+        return await self._turn(claim, message, sink, text, me)
 
-            def command_reply(conn) -> Reply:
-                # A turn records who wrote (name, username) itself; a command does it here.
-                store.touch_profile(conn, str(user.id), user.username, _display_name(user) or None)
-                return run_command(
-                    conn,
-                    self.settings,
-                    name=command[0],
-                    user_id=str(user.id),
-                    chat_id=str(chat.id),
-                    stop_running=lambda: False,
-                )
+    async def _command(
+        self, claim: inbox.Claim, message: Message, sink: TelegramSink, name: str
+    ) -> tuple[str, str | None]:
+        user, chat = message.from_, message.chat
 
-            reply = await self._db(command_reply)
-            if group and command[0] in PRIVATE_COMMANDS:
-                return await self._answer_privately(claim, message, reply, command[0])
-            await self._reply(sink, reply)
-            return "done", f"command /{command[0]}"
-        for kind, notice in UNSUPPORTED.items():
-            if getattr(message, kind) is not None:
-                await sink.finish(notice)
-                return "done", f"unsupported {kind}"
+        def command_reply(conn) -> Reply:
+            # A turn records who wrote (name, username) itself; a command does it here.
+            store.touch_profile(conn, str(user.id), user.username, display_name(user) or None)
+            return run_command(
+                conn, self.settings, name=name, user_id=str(user.id), chat_id=str(chat.id), stop_running=lambda: False
+            )
+
+        reply = await self._db(command_reply)
+        if chat.type in GROUP_TYPES and name in PRIVATE_COMMANDS:
+            return await self._answer_privately(claim, message, reply, name, sink.placement)
+        await self._reply(sink, reply)
+        return "done", f"command /{name}"
+
+    async def _turn(
+        self, claim: inbox.Claim, message: Message, sink: TelegramSink, text: str, me: dict
+    ) -> tuple[str, str | None]:
+        """A turn of the agent: the message (an album's photos with it) streamed into `sink`."""
         messages = [message]
         if message.media_group_id:
             messages = await gather_album(self.runtime.db, self.bot_id, claim, message, self.album_wait)
             text = "\n".join(m.caption for m in messages if m.caption) or text
-            if group:
+            if message.chat.type in GROUP_TYPES:
                 text = addressed_in_group(message, text, me)[1]
         images = await download_photos(self.client, messages, self.config.photo_max_bytes)
         if not text.strip() and not images:
             return "skipped", "nothing to answer"
+        user = message.from_
         turn = TurnInput(
             provider="telegram",
-            chat_id=str(chat.id),
+            chat_id=str(message.chat.id),
             user_id=str(user.id),
-            text=text,
-            chat_type=chat.type,
+            text=with_context(message, text, me.get("id") or self.bot_id),
+            chat_type=message.chat.type,
             username=user.username,
-            display_name=_display_name(user) or None,
+            display_name=display_name(user) or None,
             images=tuple(images),
             update_id=claim.update_id,
         )
         await sink.typing()
-        result = await self.runner(turn, sink)
+        try:
+            result = await self.runner(turn, sink)
+        except asyncio.CancelledError as cancelled:
+            if cancelled.args == (STOP_REQUESTED,):
+                await sink.halt()  # what was written stays, without the streaming cursor
+            raise
         if not sink.finished:
             await sink.finish(result.text or "…")
         return "done", None if result.ok else "turn reported failure"
 
     async def _answer_privately(
-        self, claim: inbox.Claim, message: Message, reply: Reply, command: str
+        self, claim: inbox.Claim, message: Message, reply: Reply, command: str, placement: Placement
     ) -> tuple[str, str | None]:
         """Send a command's answer to the sender's private chat and say so in the group; when
         Telegram refuses (they never started the bot, or blocked it: 403), post a link that
         starts the private chat instead. That 403 blocks nothing: the group still gets answers."""
-        user, chat, thread = message.from_, message.chat, message.message_thread_id
+        user, chat = message.from_, message.chat
         try:
-            await self._reply(self._sink(claim, user.id, "private", None), reply)
+            await self._reply(self._sink(claim, user.id, "private", CHAT), reply)
         except Forbidden as exc:
             log.info("user %s has no private chat with the bot (%s); linking it in the group", user.id, exc.message)
             username = (await self.me()).get("username")
@@ -306,24 +345,14 @@ class TelegramUpdates:
         else:
             notice, note = SENT_PRIVATELY, f"command /{command}: answered privately"
         with contextlib.suppress(TelegramError):
-            await self.client.send_message(chat.id, notice, message_thread_id=thread)
+            await self.client.send_message(chat.id, notice, placement=placement)
         return "done", note
 
-    async def _callback(self, update: Update) -> tuple[str, str | None]:
-        query = update.callback_query
-        user = query.from_
-        if not await self._db(access.is_allowed, self.settings, user.id, user.username):
-            with contextlib.suppress(TelegramError):
-                await self.client.answer_callback_query(query.id)
+    async def _callback(self, query: CallbackQuery) -> tuple[str, str | None]:
+        if not await self._db(access.is_allowed, self.settings, query.from_.id, query.from_.username):
+            await self.buttons.answer(query, None)
             return "done", "callback from a user not allowed"
-        toast, new_text = await self._db(
-            lambda conn: run_callback(conn, self.settings, data=query.data or "", user_id=str(user.id))
-        )
-        with contextlib.suppress(TelegramError):
-            await self.client.answer_callback_query(query.id, toast or None)
-        if new_text and query.message is not None:
-            await self.client.edit_message_text(query.message.chat.id, query.message.message_id, new_text)
-        return "done", f"callback {query.data}"
+        return await self.buttons.press(query)
 
 
 def telegram_worker(

@@ -7,6 +7,8 @@ to tell about new turns; the memory service is handed the function that asks a m
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import logging
 import multiprocessing
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
     from lib.telegram.updates import Runner
 
 log = logging.getLogger("ash")
+
+# Seconds after start-up before the command menu is checked: it is not urgent, and the first
+# moments belong to answering Telegram after a deploy (cold start).
+MENU_DELAY = 2.0
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -79,6 +85,16 @@ def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
     return complete
 
 
+async def publish_command_menu(runtime: Runtime, delay: float = MENU_DELAY) -> None:
+    """Set Telegram's command menu from the command registry if it changed since the last start."""
+    from lib.telegram.client import TelegramClient
+    from lib.telegram.menu import sync_command_menu
+
+    await asyncio.sleep(delay)
+    secrets = runtime.settings.secrets
+    await sync_command_menu(TelegramClient(runtime.http, secrets.telegram_bot_token, secrets.telegram_api_base))
+
+
 async def start_services(runtime: Runtime, services: Services) -> None:
     """Start every background service, in the order they depend on each other."""
     from lib.inbox.writer import InboxWriter
@@ -91,10 +107,16 @@ async def start_services(runtime: Runtime, services: Services) -> None:
     services.processor = telegram_worker(runtime, runner=agent_turn(runtime, services))
     await services.processor.start()
     await services.memory.start()
+    if runtime.settings.secrets.telegram_bot_token:
+        services.command_menu = asyncio.create_task(publish_command_menu(runtime), name="ash-command-menu")
 
 
 async def stop_services(services: Services) -> None:
     """Stop in reverse: turns and housekeeping first, the webhook's writer last."""
+    if services.command_menu is not None:
+        services.command_menu.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await services.command_menu
     for service in (services.memory, services.processor, services.writer):
         if service is not None:
             await service.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,8 @@ class Services:
     writer: InboxWriter | None = None
     processor: InboxWorker | None = None
     memory: MemoryService | None = None
+    # Brings Telegram's command menu up to date once, a little after start-up.
+    command_menu: asyncio.Task | None = None
 
 
 def get_runtime(app: Litestar) -> Runtime:

@@ -26,12 +26,15 @@ def test_webhook_set_registers_secret_and_allowed_updates(db_path, monkeypatch):
         route = router.post(f"{API}/bot{TOKEN}/setWebhook").mock(
             return_value=httpx.Response(200, json=load("setWebhook_ok_webhook_was_set.json"))
         )
+        router.post(f"{API}/bot{TOKEN}/setMyCommands").mock(
+            return_value=httpx.Response(200, json={"ok": True, "result": True})
+        )
         result = run("webhook", "set", "https://ash.example.com/telegram/webhook")
     assert result.exit_code == 0, result.output
     sent = json.loads(route.calls.last.request.content)
     assert sent["url"] == "https://ash.example.com/telegram/webhook"
     assert sent["secret_token"] == SECRET
-    assert sent["allowed_updates"] == ["message", "edited_message", "callback_query", "my_chat_member"]
+    assert sent["allowed_updates"] == ["message", "callback_query", "my_chat_member"]
 
 
 def test_webhook_set_refuses_without_a_secret_and_info_shows_state(db_path, monkeypatch):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +19,9 @@ from lib.runtime import Runtime
 from tests.support import paths
 
 FIXTURES = paths.FIXTURES / "telegram"
+# Telegram's limit on a message's visible text, in UTF-16 code units (tags removed).
+MAX_UNITS = 4096
+TOO_LONG = {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"}
 TOKEN = "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 BOT_ID = 110201543
 SECRET = "s3cret-token_for-tests-0123456789"
@@ -75,7 +80,11 @@ class FakeBotAPI:
 
     def __init__(self, router: respx.MockRouter, base: str = API, token: str = TOKEN):
         self.calls: list[tuple[str, dict]] = []
-        self.messages: dict[int, dict] = {}  # message_id -> {"chat_id", "text", "parse_mode", "edits"}
+        # message_id -> {"chat_id", "text", "parse_mode", "edits", and where it went: "message_thread_id",
+        # "direct_messages_topic_id", "reply_parameters"}; deleted messages leave this dict
+        self.messages: dict[int, dict] = {}
+        self.deleted: list[int] = []
+        self.commands: list[dict] = []  # the command menu (setMyCommands)
         self.fail: dict[str, list[tuple[int, dict]]] = {}
         self.next_id = 5000
         self.me = load("getMe_ok.json")
@@ -94,6 +103,8 @@ class FakeBotAPI:
             return httpx.Response(status, json=payload)
         if method == "getMe":
             return httpx.Response(200, json=self.me)
+        if method in ("sendMessage", "editMessageText") and _units(body) > MAX_UNITS:
+            return httpx.Response(400, json=TOO_LONG)
         if method == "sendMessage":
             self.next_id += 1
             self.messages[self.next_id] = {
@@ -101,6 +112,9 @@ class FakeBotAPI:
                 "text": body["text"],
                 "parse_mode": body.get("parse_mode"),
                 "reply_markup": body.get("reply_markup"),
+                "message_thread_id": body.get("message_thread_id"),
+                "direct_messages_topic_id": body.get("direct_messages_topic_id"),
+                "reply_parameters": body.get("reply_parameters"),
                 "edits": 0,
             }
             sent = copy.deepcopy(load("sendMessage_ok.json"))
@@ -118,6 +132,17 @@ class FakeBotAPI:
                 return httpx.Response(400, json=load("error_400_message_not_modified_ASSEMBLED.json"))
             message.update(text=body["text"], parse_mode=body.get("parse_mode"), edits=message["edits"] + 1)
             return httpx.Response(200, json=load("editMessageText_ok.json"))
+        if method == "deleteMessage":
+            if self.messages.pop(body["message_id"], None) is None:
+                gone = {"ok": False, "error_code": 400, "description": "Bad Request: message to delete not found"}
+                return httpx.Response(400, json=gone)
+            self.deleted.append(body["message_id"])
+            return httpx.Response(200, json=envelope(True))
+        if method == "setMyCommands":
+            self.commands = body["commands"]
+            return httpx.Response(200, json=envelope(True))
+        if method == "getMyCommands":
+            return httpx.Response(200, json=envelope(self.commands))
         if method == "getFile":
             return httpx.Response(200, json=load("getFile_ok.json"))
         if method == "answerCallbackQuery":
@@ -130,6 +155,14 @@ class FakeBotAPI:
 
     def methods(self) -> list[str]:
         return [method for method, _ in self.calls]
+
+
+def _units(body: dict) -> int:
+    """The visible length of a message Telegram is asked to show, as Telegram counts it."""
+    text = body["text"]
+    if body.get("parse_mode") == "HTML":
+        text = html.unescape(re.sub(r"<[^>]*>", "", text))
+    return len(text.encode("utf-16-le")) // 2
 
 
 def make_runtime(http: httpx.AsyncClient) -> Runtime:
@@ -151,3 +184,54 @@ def echo_runner(calls: list[TurnInput] | None = None, reply: Callable[[TurnInput
         return TurnResult(text)
 
     return run
+
+
+def deliver(runtime: Runtime, *updates: dict) -> None:
+    """Store updates as the webhook does (validated, kind and chat read, committed)."""
+    from lib.telegram.intake import store_update
+
+    for update in updates:
+        store_update(runtime, json.dumps(update).encode())
+
+
+def person(user_id: int, first_name: str, username: str | None = None) -> dict:
+    """A User object as Telegram sends it."""
+    user = {"id": user_id, "is_bot": False, "first_name": first_name}
+    if username:
+        user["username"] = username
+    return user
+
+
+def forum_topic_text(update_id: int, text: str, sender: dict) -> dict:
+    """A person's question in a forum topic: the recorded topic update (update_message_forum_topic_edited.json)
+    with its service field swapped for `text` and its bot sender for `sender`. What the recording
+    shows of a topic is kept: the forum chat, is_topic_message, message_thread_id, and the implicit
+    reply to the topic's first message."""
+    update = copy.deepcopy(load("update_message_forum_topic_edited.json"))
+    update["update_id"] = update_id
+    message = update["message"]
+    del message["forum_topic_edited"]
+    message.update({"message_id": update_id % 100000, "from": sender, "text": text})
+    kind = {"/": "bot_command", "@": "mention"}.get(text[:1])
+    if kind:
+        message["entities"] = [{"offset": 0, "length": len(text.split()[0]), "type": kind}]
+    return update
+
+
+def replying_to(update: dict, replied: dict, quote: str | None = None) -> dict:
+    """The update's message made a reply to `replied` (a Message), quoting part of it if `quote`."""
+    message = update["message"]
+    message["reply_to_message"] = replied
+    if quote is not None:
+        message["quote"] = {"text": quote, "position": max(replied.get("text", "").find(quote), 0), "is_manual": True}
+    return update
+
+
+def button_press(update_id: int, data: str, message: dict, presser: int) -> dict:
+    """The recorded callback_query (update_callback_query.json) pressed by `presser` under `message`."""
+    update = copy.deepcopy(load("update_callback_query.json"))
+    update["update_id"] = update_id
+    query = update["callback_query"]
+    query.update(id=f"cb-{update_id}", data=data, message=message)
+    query["from"]["id"] = presser
+    return update

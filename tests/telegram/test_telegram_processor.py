@@ -7,7 +7,6 @@ import copy
 import json
 
 import httpx
-import pytest
 
 from lib.agent.contract import TurnResult
 from lib.db import connect, one, rows
@@ -15,26 +14,8 @@ from lib.inbox import queue as inbox
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses
-from tests.support.telegram import BOT_ID, echo_runner, load, make_runtime, point_at_fake_bot_api, private_text
-
-USER = 408258968
-
-
-@pytest.fixture
-def env(db_path, monkeypatch, ash_home):
-    point_at_fake_bot_api(monkeypatch, ash_home, f"[telegram]\nallowed_users = [{USER}, '@candyflipline']\n")
-    return db_path
-
-
-@pytest.fixture
-async def runtime(env):
-    async with httpx.AsyncClient() as http:
-        yield make_runtime(http)
-
-
-def deliver(runtime, *updates: dict) -> None:
-    for update in updates:
-        store_update(runtime, json.dumps(update).encode())
+from tests.support.telegram import BOT_ID, deliver, echo_runner, load, make_runtime, private_text
+from tests.telegram.conftest import USER
 
 
 async def test_same_update_delivered_twice_gets_one_reply(runtime, bot, env):
@@ -275,7 +256,11 @@ async def test_group_messages_need_a_mention_or_a_reply_and_stay_scoped_to_the_a
     reply["message"]["reply_to_message"]["from"]["id"] = 1276618370  # the bot (getMe fixture)
     deliver(runtime, plain_chat, mention, reply)
     await telegram_worker(runtime, runner=echo_runner(seen)).drain()
-    assert [t.text for t in seen] == ["what time is it?", "and tomorrow?"]
+    # Both reply to a story in the recorded payload: the model is told what they answer.
+    assert [t.text for t in seen] == [
+        "[In reply to Wert: (story)]\nwhat time is it?",
+        "[In reply to your message: (story)]\nand tomorrow?",
+    ]
     assert {(t.chat_id, t.user_id, t.chat_type) for t in seen} == {(str(group), str(USER), "supergroup")}
     assert len(bot.sent_to(group)) == 2
 
@@ -294,12 +279,13 @@ async def test_blocked_chat_is_marked_and_not_written_to(runtime, bot, env):
 async def test_channel_posts_and_unknown_updates_are_stored_already_skipped(runtime, bot, env, caplog):
     with caplog.at_level("INFO", logger="ash.webhook"):
         assert not store_update(runtime, json.dumps(load("update_channel_post.json")).encode())  # nothing to wake for
-        assert not store_update(runtime, json.dumps({"update_id": 5, "poll": {"id": "x"}}).encode())
+        assert not store_update(runtime, json.dumps({"update_id": 5, "message": {"chat": "not an object"}}).encode())
     assert inbox_statuses(env) == {808628153: "skipped", 5: "skipped"}
     conn = connect(env)
     assert inbox.get(conn, BOT_ID, 808628153)["last_error"] == "not answered: channel_post"
     assert inbox.get(conn, BOT_ID, 5)["done_at"] is not None
     conn.close()
+    assert "skipping update 808628153: channel_post (Ash does not answer channel posts)" in caplog.text
     assert "update 5 stored but not answered: it does not decode" in caplog.text
     await telegram_worker(runtime, runner=echo_runner()).drain()
     assert bot.messages == {}

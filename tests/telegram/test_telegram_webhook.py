@@ -140,7 +140,7 @@ async def test_unusable_updates_are_stored_and_acknowledged(app, db_path, monkey
         ]
     assert statuses == [200, 200, 200, 200]
     kinds = {r["update_id"]: r["kind"] for r in inbox_rows(db_path)}
-    assert kinds == {808628153: "channel_post", 900: "unknown", 901: "unknown", 902: "message"}
+    assert kinds == {808628153: "channel_post", 900: "poll", 901: "unknown", 902: "message"}
 
 
 async def test_database_that_cannot_store_answers_503(app, db_path, monkeypatch):
