@@ -8,7 +8,7 @@ from handlers.admin_memories import create_memory, delete_memory, list_memories
 from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
-from handlers.admin_users import get_user, put_user_notes
+from handlers.admin_users import deny_user, get_user, list_users, put_user_notes
 from handlers.health import healthz, readyz
 from handlers.telegram_webhook import WEBHOOK_PATH, handle_webhook, telegram_webhook
 from lib.web.errors import EXCEPTION_HANDLERS
@@ -29,8 +29,10 @@ with without_pydantic_plugin():
             delete_memory,
             list_sessions,
             session_messages,
+            list_users,
             get_user,
             put_user_notes,
+            deny_user,
             admin_export,
             admin_backup,
         ],

@@ -140,6 +140,16 @@ CREATE TABLE allowed_users (
 );
 CREATE INDEX allowed_users_user ON allowed_users (user_id);
 
+-- Access taken away with `ash users deny` or the admin API: wins over config.toml's allowed_users,
+-- lifted by allowing the person again; their data is kept.
+CREATE TABLE denied_users (
+    entry TEXT PRIMARY KEY,
+    user_id TEXT,
+    source TEXT NOT NULL CHECK (source IN ('cli', 'admin')),
+    denied_at TEXT NOT NULL
+);
+CREATE INDEX denied_users_user ON denied_users (user_id) WHERE user_id IS NOT NULL;
+
 -- Telegram chats Ash has seen: blocked chats are not written to again.
 CREATE TABLE chats (
     chat_id TEXT PRIMARY KEY,

@@ -20,11 +20,15 @@ class MemoryList(msgspec.Struct):
     count: int
 
 
+# Whose entry: a string, or a Telegram id as a JSON number (the ids Telegram sends are numbers).
+UserId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | Annotated[int, msgspec.Meta(ge=1)]
+
+
 class MemoryCreate(msgspec.Struct, forbid_unknown_fields=True):
     """A new entry: for one user (`user_id`) or for everyone (`is_global`)."""
 
     content: Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
-    user_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    user_id: UserId | None = None
     is_global: bool = False
     subject: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] = 1.0
@@ -70,12 +74,13 @@ def create_memory(request: Request, data: JSONBody[MemoryCreate]) -> MemoryOut:
     """Store a knowledge entry (201)."""
     runtime = get_runtime(request.app)
     conn = runtime.db.conn()
+    owner = None if data.user_id is None else str(data.user_id)
     try:
         memory_id = knowledge.add(
             conn,
             runtime.settings,
             data.content,
-            owner_user_id=None if data.is_global and data.user_id is None else data.user_id,
+            owner_user_id=owner,
             is_global=data.is_global,
             subject=data.subject,
             confidence=data.confidence,

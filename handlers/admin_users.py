@@ -1,15 +1,17 @@
-"""`/admin/users/{user_id}`: what Ash holds about a person, and their profile notes."""
+"""`/admin/users`: who Ash knows and their access; one person's profile and notes; taking access away."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, get, put
-from litestar.exceptions import NotFoundException
+from litestar import Request, delete, get, put
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import FromPath, JSONBody
 
+from lib.errors import InvalidUserEntry, OwnerProtected
 from lib.memory import browse, knowledge, store
+from lib.telegram import access
 from lib.web.api import MemoryOut, memory_out
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
@@ -33,6 +35,38 @@ class UserOut(msgspec.Struct):
     timezone: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+
+
+class AccessEntry(msgspec.Struct):
+    """One line of the access lists: `entry` (an id or @name) from `source`, allowing or denying."""
+
+    entry: str
+    source: Literal["config", "cli", "admin"]
+    kind: Literal["allow", "deny"]
+
+
+class PersonOut(msgspec.Struct):
+    """Someone Ash knows of; `user_id` is null for an @name no one has written with yet."""
+
+    user_id: str | None
+    access: Literal["owner", "allowed", "denied", "none"]
+    entries: list[AccessEntry]
+    username: str | None = None
+    display_name: str | None = None
+    timezone: str | None = None
+
+
+class PeopleOut(msgspec.Struct):
+    items: list[PersonOut]
+    count: int
+
+
+class DeniedOut(msgspec.Struct):
+    """A denial: the entry, the id it holds, and whether config.toml still lists them (it loses)."""
+
+    entry: str
+    user_id: str | None
+    in_config: bool
 
 
 class NotesIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -70,3 +104,26 @@ def put_user_notes(request: Request, user_id: FromPath[str], data: JSONBody[Note
     store.set_notes(conn, user_id, data.notes)
     store.audit(conn, "admin", "set_notes", user_id, length=len(data.notes))
     return _user(request, user_id)
+
+
+@get("/admin/users", guards=[admin_guard], sync_to_thread=True)
+def list_users(request: Request) -> PeopleOut:
+    """Everyone Ash knows of: the owner, allowed and denied people, and anyone with a profile."""
+    runtime = get_runtime(request.app)
+    items = msgspec.convert(access.people(runtime.db.conn(), runtime.settings), list[PersonOut])
+    return PeopleOut(items=items, count=len(items))
+
+
+@delete("/admin/users/{user_id:str}/access", guards=[admin_guard], sync_to_thread=True, status_code=200)
+def deny_user(request: Request, user_id: FromPath[str]) -> DeniedOut:
+    """Take a person's access away (numeric id or @name); their data is kept. The owner: 409."""
+    runtime = get_runtime(request.app)
+    conn = runtime.db.conn()
+    try:
+        done = access.deny(conn, runtime.settings, user_id, source="admin")
+    except InvalidUserEntry as exc:
+        raise ValidationException(str(exc)) from None
+    except OwnerProtected as exc:
+        raise HTTPException(status_code=409, detail=str(exc)) from None
+    store.audit(conn, "admin", "deny", done.entry)
+    return DeniedOut(entry=done.entry, user_id=done.user_id, in_config=done.in_config)

@@ -85,10 +85,13 @@ class LLMError(AshError):
         retryable: bool = False,
         retry_after: float | None = None,
         switch_provider: bool = False,
+        model: str = "",
     ):
         super().__init__(message)
         self.message = message
         self.provider = provider
+        # The model asked (set by the router), so "not found" can say which one.
+        self.model = model
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
@@ -121,6 +124,20 @@ class SearchError(AshError):
         self.retry_after = retry_after
 
 
+# Who may talk to Ash (lib/telegram/access.py).
+class InvalidUserEntry(AshError, ValueError):
+    """Not a Telegram user id or @username as Telegram defines them."""
+
+
+class OwnerProtected(AshError):
+    """The owner's access cannot be taken away."""
+
+
+# The relay (lib/telegram/relay.py).
+class RelayStopped(AshError):
+    """The relay cannot go on without the operator (a webhook is set, the token or secret is wrong)."""
+
+
 # Embeddings (lib/memory/embeddings.py).
 class EmbeddingError(AshError):
     """The embedding model cannot be loaded or the embedding service failed."""
@@ -139,7 +156,11 @@ def user_message(error: BaseException) -> str:
         if error.status in (401, 403):
             return f"The {error.provider} API rejected the key ({error.status}); the owner needs to check it."
         if error.status == 404:
-            return f"The configured {error.provider} model was not found (404); the owner needs to check the config."
+            which = f": no model named {error.model}" if error.model else ""
+            return (
+                f"The configured {error.provider} model was not found (404{which}); "
+                "the owner needs to check the config."
+            )
         if error.status in (400, 413, 422):
             return "The model refused this request as invalid, so I cannot answer it. Details are in the log."
         return "The model is not available right now (overloaded or unreachable). Please try again in a minute."

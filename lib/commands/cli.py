@@ -14,7 +14,9 @@ import click
 
 # command name -> (module under lib/commands, attribute), in the order help lists them.
 COMMANDS = {
+    "init": ("init", "init"),
     "serve": ("serve", "serve"),
+    "relay": ("relay", "relay"),
     "chat": ("chat", "chat"),
     "doctor": ("doctor", "doctor"),
     "db": ("db", "db"),

@@ -1,35 +1,71 @@
-"""`ash users allow|show|notes`: who may talk to Ash, and what Ash keeps about them."""
+"""`ash users allow|deny|show|notes|timezone`: who may talk to Ash, and what Ash keeps about them."""
 
 from __future__ import annotations
 
 import click
 
 from lib.commands.common import open_db, settings_or_exit
+from lib.errors import InvalidUserEntry, OwnerProtected
 
 
 @click.group()
 def users() -> None:
-    """Allowed users and their profiles."""
+    """Who may talk to Ash (allow, deny) and what Ash keeps about them."""
+
+
+def _entry(entry: str) -> str:
+    """The id or @username as Telegram defines them, or a message saying what is wrong."""
+    from lib.telegram.access import parse_entry
+
+    try:
+        return parse_entry(entry)
+    except InvalidUserEntry as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @users.command("allow")
 @click.argument("entry")
 def users_allow(entry: str) -> None:
     """Allow a Telegram user by numeric id or @username (effective at once, no restart)."""
-    from lib.telegram.access import allow, normalize_entry
+    from lib.telegram.access import allow
 
-    if not normalize_entry(entry).lstrip("@-"):
-        raise click.ClickException("give a numeric Telegram id (e.g. 123456789) or an @username")
+    key = _entry(entry)
     settings = settings_or_exit()
     conn = open_db(settings)
     try:
-        key, added = allow(conn, entry)
+        done = allow(conn, key)
     finally:
         conn.close()
-    if key.startswith("@"):
-        click.echo(f"allowed {key}: pinned to the numeric id of the first user who writes with that name")
+    if done.lifted:
+        click.echo(f"allowed {done.entry} again: their denial is lifted")
+    elif done.entry.startswith("@"):
+        click.echo(f"allowed {done.entry}: pinned to the numeric id of the first user who writes with that name")
     else:
-        click.echo(f"allowed {key}" if added else f"{key} was already allowed")
+        click.echo(f"allowed {done.entry}" if done.added else f"{done.entry} was already allowed")
+
+
+@users.command("deny")
+@click.argument("entry")
+def users_deny(entry: str) -> None:
+    """Take access away from a user by numeric id or @username; what Ash knows about them is kept.
+
+    The denial wins over config.toml's allowed_users until `ash users allow` lets them in again.
+    The owner cannot be denied."""
+    from lib.telegram.access import deny
+
+    key = _entry(entry)
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    try:
+        done = deny(conn, settings, key)
+    except OwnerProtected as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        conn.close()
+    pinned = f" (user {done.user_id})" if done.user_id and done.user_id != done.entry else ""
+    click.echo(f"denied {done.entry}{pinned}: Ash no longer answers them; their data is kept")
+    if done.in_config:
+        click.echo("config.toml still lists them in allowed_users; the denial wins until you allow them again")
 
 
 @users.command("show")
@@ -37,7 +73,7 @@ def users_allow(entry: str) -> None:
 def users_show(user_id: str | None) -> None:
     """List allowed users, or show one user's profile."""
     from lib.memory.store import get_profile
-    from lib.telegram.access import listing
+    from lib.telegram.access import denials, listing
 
     settings = settings_or_exit()
     conn = open_db(settings)
@@ -51,6 +87,9 @@ def users_show(user_id: str | None) -> None:
             for row in entries:
                 pinned = f" -> {row['user_id']}" if row["entry"].startswith("@") and row["user_id"] else ""
                 click.echo(f"{row['entry']}{pinned}  ({row['source']})")
+            for row in denials(conn):
+                pinned = f" -> {row['user_id']}" if row["entry"].startswith("@") and row["user_id"] else ""
+                click.echo(f"{row['entry']}{pinned}  (denied since {row['denied_at'][:10]})")
             return
         profile = get_profile(conn, user_id)
     finally:
@@ -85,3 +124,24 @@ def users_notes(user_id: str, text: str | None) -> None:
     finally:
         conn.close()
     click.echo(f"notes for {user_id} saved")
+
+
+@users.command("timezone")
+@click.argument("user_id")
+@click.argument("zone")
+def users_timezone(user_id: str, zone: str) -> None:
+    """Set the time zone (an IANA name such as Europe/Berlin) a user's dates are shown in."""
+    from lib.memory.store import set_timezone
+
+    user_id = _entry(user_id)
+    if user_id.startswith("@"):
+        raise click.ClickException("give the user's numeric id (`ash users show` lists them)")
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    try:
+        set_timezone(conn, user_id, zone)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        conn.close()
+    click.echo(f"time zone of {user_id} set to {zone}")

@@ -37,6 +37,7 @@ SELECT
     (SELECT count(*) FROM sessions WHERE user_id = :user) AS sessions
 """
 PROFILE_SQL = "SELECT * FROM user_profiles WHERE user_id = ?"
+PROFILES_SQL = "SELECT user_id, username, display_name, timezone FROM user_profiles ORDER BY user_id"
 EXPORT_PROFILES_SQL = "SELECT * FROM user_profiles WHERE :user IS NULL OR user_id = :user ORDER BY user_id"
 EXPORT_SESSIONS_SQL = """
 SELECT * FROM sessions s WHERE :user IS NULL OR s.user_id = :user
@@ -74,6 +75,16 @@ def session_messages(conn: apsw.Connection, session_id: int, *, after_id: int = 
     return [_decode(r, "metadata") for r in found]
 
 
+def profiles(conn: apsw.Connection) -> list[dict]:
+    """Who Ash has a profile for: id, username, name and time zone of each."""
+    return rows(conn, PROFILES_SQL)
+
+
+def _memory(row: dict) -> dict:
+    # The API says true/false (lib/web/api.py MemoryOut); the column holds 0/1.
+    return {**_decode(row, "metadata"), "is_global": bool(row["is_global"])}
+
+
 def user_summary(conn: apsw.Connection, user_id: str) -> dict | None:
     """A user's profile and row counts, or None when Ash holds nothing about them."""
     profile = one(conn, PROFILE_SQL, (user_id,))
@@ -95,5 +106,5 @@ def export(conn: apsw.Connection, user_id: str | None = None) -> dict:
             "profiles": [_decode(r, "preferences") for r in rows(conn, EXPORT_PROFILES_SQL, params)],
             "sessions": [_decode(r, "metadata") for r in rows(conn, EXPORT_SESSIONS_SQL, params)],
             "messages": [_decode(r, "metadata") for r in rows(conn, EXPORT_MESSAGES_SQL, params)],
-            "memories": [_decode(r, "metadata") for r in rows(conn, EXPORT_MEMORIES_SQL, params)],
+            "memories": [_memory(r) for r in rows(conn, EXPORT_MEMORIES_SQL, params)],
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zoneinfo
 from dataclasses import dataclass
 
 import apsw
@@ -170,6 +171,20 @@ def set_notes(conn: apsw.Connection, user_id: str, notes: str) -> None:
     with immediate(conn):
         conn.execute(
             "UPDATE user_profiles SET notes = ?, updated_at = ? WHERE user_id = ?", (notes, now_iso(), user_id)
+        )
+
+
+def set_timezone(conn: apsw.Connection, user_id: str, timezone: str) -> None:
+    """Set the IANA time zone dates are shown in for this user (the profile is created if needed);
+    ValueError for a name the time zone database does not know."""
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {timezone!r}: use an IANA name such as Europe/Berlin or UTC") from None
+    touch_profile(conn, user_id)
+    with immediate(conn):
+        conn.execute(
+            "UPDATE user_profiles SET timezone = ?, updated_at = ? WHERE user_id = ?", (timezone, now_iso(), user_id)
         )
 
 

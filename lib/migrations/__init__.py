@@ -42,6 +42,7 @@ STEPS: list[Step] = [
     _sql_step("m004_inbox_open"),
     _sql_step("m005_group_privacy"),
     _sql_step("m006_denials_index"),
+    _sql_step("m007_denied_users"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """
