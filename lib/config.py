@@ -7,10 +7,11 @@ A missing file means all defaults. Environment variables win over the file.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import zoneinfo
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import msgspec.inspect
@@ -22,6 +23,18 @@ BUNDLED_WORKSPACE = REPO_ROOT / "workspace"
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 DEFAULT_BRAVE_API_BASE = "https://api.search.brave.com"
 
+# Ranges msgspec checks while decoding the file, so an error names the key and the range.
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+Count = Annotated[int, msgspec.Meta(ge=1)]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+# OpenAI accepts 0 to 2; Anthropic 0 to 1 (checked in _check_values).
+Temperature = Annotated[float, msgspec.Meta(ge=0, le=2)]
+# Brave Search returns at most 20 results a request.
+BraveCount = Annotated[int, msgspec.Meta(ge=1, le=20)]
+
 
 class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A config table: unknown keys are typos and fail loudly."""
@@ -29,51 +42,52 @@ class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class ServerConfig(_Section):
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: Port = 8080
     # Telegram updates are small; anything larger is refused with 413.
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: Count = 1_048_576
     # Seconds between background sweeps for pending or stale work.
-    tick_interval: float = 15.0
+    tick_interval: Positive = 15.0
     # Seconds a client may take to send a webhook body; then 408 and the connection is closed
     # (a body trickled at 1 byte/s would otherwise hold a connection for as long as it likes).
-    body_timeout: float = 30.0
+    body_timeout: Positive = 30.0
 
 
 class TelegramConfig(_Section):
     allowed_users: list[str | int] = msgspec.field(default_factory=list)
     # Seconds between streaming edits in private chats; groups use group_stream_edit_interval.
-    stream_edit_interval: float = 1.0
-    group_stream_edit_interval: float = 3.0
-    max_concurrent_chats: int = 8
-    lease_seconds: float = 90.0
-    max_attempts: int = 5
-    inbox_retention_days: int = 7
-    photo_max_bytes: int = 10_000_000
+    stream_edit_interval: Positive = 1.0
+    group_stream_edit_interval: Positive = 3.0
+    max_concurrent_chats: Count = 8
+    lease_seconds: Positive = 90.0
+    max_attempts: Count = 5
+    inbox_retention_days: Count = 7
+    photo_max_bytes: Count = 10_000_000
 
 
 class LLMConfig(_Section):
     provider: Literal["anthropic", "openai"] = "anthropic"
     model: str = "claude-sonnet-4-6"
-    temperature: float = 0.7
-    max_tokens: int = 4096
+    temperature: Temperature = 0.7
+    max_tokens: Count = 4096
 
 
-def _default_fallback() -> LLMConfig:
-    return LLMConfig(provider="openai", model="gpt-4o")
+# What answers when the default model fails and the file has no [fallback_llm]: used only while
+# OPENAI_API_KEY is set (lib/llm/router.py), so a local server is never asked for gpt-4o.
+IMPLICIT_FALLBACK = LLMConfig(provider="openai", model="gpt-4o")
 
 
 class AgentConfig(_Section):
-    max_steps: int = 10
+    max_steps: Count = 10
     # Tokens (input + output) one user may spend per day; 0 means no limit.
-    daily_token_budget: int = 0
-    llm_retries: int = 2
+    daily_token_budget: NonNegativeInt = 0
+    llm_retries: NonNegativeInt = 2
 
 
 class PriceConfig(_Section):
     """US dollars per million tokens."""
 
-    input: float = 0.0
-    output: float = 0.0
+    input: NonNegative = 0.0
+    output: NonNegative = 0.0
 
 
 def _default_prices() -> dict[str, PriceConfig]:
@@ -88,50 +102,53 @@ def _default_prices() -> dict[str, PriceConfig]:
 
 class MemoryConfig(_Section):
     database_path: str | None = None
-    max_context_messages: int = 20
-    context_token_budget: int = 100_000
-    recency_window: int = 10
-    system_prompt_buffer: int = 8000
+    max_context_messages: Count = 20
+    context_token_budget: Count = 100_000
+    recency_window: Count = 10
+    system_prompt_buffer: NonNegativeInt = 8000
     # Tokens of retrieved memory injected into one prompt.
-    retrieval_token_budget: int = 2000
+    retrieval_token_budget: NonNegativeInt = 2000
     auto_gc: bool = True
-    max_entries: int | None = None
+    max_entries: Count | None = None
     compaction_enabled: bool = True
-    compaction_reserve_tokens: int = 16384
-    compaction_keep_recent_tokens: int = 20000
-    compaction_summary_max_tokens: int = 2000
+    compaction_reserve_tokens: NonNegativeInt = 16384
+    compaction_keep_recent_tokens: NonNegativeInt = 20000
+    compaction_summary_max_tokens: Count = 2000
     extraction_enabled: bool = True
     extraction_model: str | None = None
-    extraction_min_message_length: int = 20
-    extraction_debounce_seconds: float = 30.0
-    extraction_confidence_threshold: float = 0.7
+    extraction_min_message_length: NonNegativeInt = 20
+    extraction_debounce_seconds: NonNegative = 30.0
+    extraction_confidence_threshold: Fraction = 0.7
 
 
 class EmbeddingsConfig(_Section):
     provider: Literal["local", "openai", "none"] = "local"
     model: str = "all-MiniLM-L6-v2"
-    dimensions: int = 384
+    dimensions: Count = 384
 
 
 class SandboxConfig(_Section):
+    # "auto": offer the bash tool only while a Docker engine answers; true: always (a missing
+    # engine is an error the model hears); false: never.
+    enabled: Literal["auto"] | bool = "auto"
     image: str = "ash-sandbox:latest"
-    timeout: float = 60.0
+    timeout: Positive = 60.0
     memory_limit: str = "512m"
-    cpu_limit: float = 1.0
-    pids_limit: int = 128
+    cpu_limit: Positive = 1.0
+    pids_limit: Count = 128
     network_disabled: bool = True
     # Bytes of output returned to the model (head and tail kept).
-    output_limit: int = 16_000
+    output_limit: Count = 16_000
     # Seconds a warm per-chat container may sit idle before Ash removes it (/workspace is kept).
-    idle_timeout: float = 600.0
+    idle_timeout: Positive = 600.0
     # Size of each chat's /workspace filesystem: writing past it fails with "No space left on device".
     workspace_limit: str = "1g"
     # Days a chat may go without a command before its /workspace is deleted (0: never).
-    workspace_ttl_days: float = 30.0
+    workspace_ttl_days: NonNegative = 30.0
 
 
 class BraveSearchConfig(_Section):
-    count: int = 5
+    count: BraveCount = 5
 
 
 class Config(_Section):
@@ -141,7 +158,8 @@ class Config(_Section):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
     default_llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
-    fallback_llm: LLMConfig | None = msgspec.field(default_factory=_default_fallback)
+    # None: the file has no [fallback_llm] (IMPLICIT_FALLBACK may answer, see there).
+    fallback_llm: LLMConfig | None = None
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     prices: dict[str, PriceConfig] = msgspec.field(default_factory=_default_prices)
     memory: MemoryConfig = msgspec.field(default_factory=MemoryConfig)
@@ -200,6 +218,13 @@ def _origin(value: str | None, name: str) -> str | None:
     return value.rstrip("/")
 
 
+def _api_origin(value: str | None, name: str) -> str | None:
+    """An LLM endpoint without its API version: the clients append `/v1` themselves, and Ollama's
+    documented form is http://127.0.0.1:11434/v1 (so both forms name the same server)."""
+    origin = _origin(value, name)
+    return origin.removesuffix("/v1") if origin else None
+
+
 def read_secrets(environ: dict[str, str] | os._Environ = os.environ) -> Secrets:
     """Read secrets and endpoint overrides from the environment."""
     return Secrets(
@@ -210,13 +235,17 @@ def read_secrets(environ: dict[str, str] | os._Environ = os.environ) -> Secrets:
         brave_search_api_key=_env(environ, "BRAVE_SEARCH_API_KEY"),
         admin_token=_env(environ, "ASH_ADMIN_TOKEN"),
         telegram_api_base=_origin(_env(environ, "TELEGRAM_API_BASE"), "TELEGRAM_API_BASE") or DEFAULT_TELEGRAM_API_BASE,
-        anthropic_base_url=_origin(_env(environ, "ANTHROPIC_BASE_URL"), "ANTHROPIC_BASE_URL"),
-        openai_base_url=_origin(_env(environ, "OPENAI_BASE_URL"), "OPENAI_BASE_URL"),
+        anthropic_base_url=_api_origin(_env(environ, "ANTHROPIC_BASE_URL"), "ANTHROPIC_BASE_URL"),
+        openai_base_url=_api_origin(_env(environ, "OPENAI_BASE_URL"), "OPENAI_BASE_URL"),
         brave_api_base=_origin(_env(environ, "BRAVE_API_BASE"), "BRAVE_API_BASE") or DEFAULT_BRAVE_API_BASE,
     )
 
 
-def _friendly(error: msgspec.ValidationError, path: Path) -> str:
+RANGE_ERROR = re.compile(r"Expected `(?:int|float)` [<>]=? ")
+TOML_POSITION = re.compile(r"^(?P<reason>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
+
+
+def _friendly(error: msgspec.ValidationError, raw: dict[str, Any], path: Path) -> str:
     # msgspec says "Expected `int`, got `str` - at `$.server.port`"; name the key as TOML does.
     text = str(error)
     message, _, where = text.partition(" - at `$")
@@ -225,25 +254,78 @@ def _friendly(error: msgspec.ValidationError, path: Path) -> str:
         field = message.split("`")[1] if "`" in message else "?"
         key = f"{key}.{field}" if key else field
         return f"{path}: unknown key `{key}`; see config.example.toml for the keys Ash reads"
+    info = _type_at(key)
     if message.startswith("Invalid enum value"):
-        choices = _literal_choices(key)
+        choices = _choices(info)
         if choices:
-            message = f"expected one of {', '.join(repr(c) for c in choices)}, got {message.split(' ', 3)[-1]}"
+            message = f"expected one of {', '.join(choices)}, got {message.split(' ', 3)[-1]}"
+    elif RANGE_ERROR.match(message):
+        message = f"expected {_range(info)}, got {_value_at(raw, key)}"
     return f"{path}: `{key or '(top level)'}`: {message[0].lower()}{message[1:]}"
 
 
-def _literal_choices(key: str) -> tuple[str, ...]:
-    """The allowed values of a Literal-typed key such as `default_llm.provider`."""
-    info = msgspec.inspect.type_info(Config)
+def _type_at(key: str) -> msgspec.inspect.Type | None:
+    """The declared type of a dotted key such as `default_llm.temperature` (None if unknown)."""
+    info: msgspec.inspect.Type | None = msgspec.inspect.type_info(Config)
     for part in key.split("."):
-        while isinstance(info, msgspec.inspect.UnionType):
-            info = next((t for t in info.types if isinstance(t, msgspec.inspect.StructType)), info.types[0])
-        if not isinstance(info, msgspec.inspect.StructType):
-            return ()
-        info = next((f.type for f in info.fields if f.name == part), None)
+        info = _struct_in(info)
         if info is None:
-            return ()
-    return tuple(info.values) if isinstance(info, msgspec.inspect.LiteralType) else ()
+            return None
+        info = next((f.type for f in info.fields if f.name == part), None)
+    return info
+
+
+def _struct_in(info: msgspec.inspect.Type | None) -> msgspec.inspect.StructType | None:
+    """The struct a type is, or the struct inside an optional one (`LLMConfig | None`)."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        info = next((t for t in info.types if isinstance(t, msgspec.inspect.StructType)), None)
+    return info if isinstance(info, msgspec.inspect.StructType) else None
+
+
+def _choices(info: msgspec.inspect.Type | None) -> list[str]:
+    """The allowed values of a Literal key (or of a Literal-or-bool one such as `sandbox.enabled`)."""
+    types = info.types if isinstance(info, msgspec.inspect.UnionType) else (info,)
+    found = []
+    for kind in types:
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            found += [f'"{value}"' for value in kind.values]
+        elif isinstance(kind, msgspec.inspect.BoolType):
+            found += ["true", "false"]
+    return found
+
+
+def _range(info: msgspec.inspect.Type | None) -> str:
+    """A number's allowed range in words, from its declared bounds."""
+    if isinstance(info, msgspec.inspect.UnionType):  # `int | None`: the number's bounds
+        info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), None)
+    low = getattr(info, "ge", None)
+    high = getattr(info, "le", None)
+    if low is not None and high is not None:
+        return f"a number from {low} to {high}"
+    if getattr(info, "gt", None) is not None:
+        return f"a number above {info.gt}"
+    if low is not None:
+        return f"a number of at least {low}"
+    return f"a number of at most {high}"
+
+
+def _value_at(raw: dict[str, Any], key: str) -> Any:
+    value: Any = raw
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _toml_error(exc: tomllib.TOMLDecodeError, text: str, path: Path) -> str:
+    """Where the file stops being TOML: the line number and the line itself."""
+    found = TOML_POSITION.match(str(exc))
+    if found is None:  # "Unclosed array (at end of document)" and the like
+        return f"{path}: not valid TOML: {exc}"
+    number = int(found["line"])
+    lines = text.splitlines()
+    line = lines[number - 1].strip() if number <= len(lines) else ""
+    reason = found["reason"][0].lower() + found["reason"][1:]
+    return f"{path}: line {number} is not valid TOML ({reason}, column {found['column']}): {line}"
 
 
 def _check_values(config: Config, path: Path) -> None:
@@ -254,38 +336,23 @@ def _check_values(config: Config, path: Path) -> None:
         raise ConfigError(
             f"{path}: `timezone`: expected an IANA time zone name such as Europe/Berlin, got {config.timezone!r}"
         ) from None
-    if not 1 <= config.server.port <= 65535:
-        raise ConfigError(f"{path}: `server.port`: expected a port between 1 and 65535, got {config.server.port}")
-    positives = {
-        "telegram.max_concurrent_chats": config.telegram.max_concurrent_chats,
-        "telegram.lease_seconds": config.telegram.lease_seconds,
-        "agent.max_steps": config.agent.max_steps,
-        "sandbox.timeout": config.sandbox.timeout,
-        "sandbox.pids_limit": config.sandbox.pids_limit,
-        "sandbox.cpu_limit": config.sandbox.cpu_limit,
-        "embeddings.dimensions": config.embeddings.dimensions,
-        "memory.recency_window": config.memory.recency_window,
-    }
-    for key, value in positives.items():
-        if value <= 0:
-            raise ConfigError(f"{path}: `{key}`: expected a number above 0, got {value}")
-    threshold = config.memory.extraction_confidence_threshold
-    if not 0 <= threshold <= 1:
-        raise ConfigError(
-            f"{path}: `memory.extraction_confidence_threshold`: expected a number from 0 to 1, got {threshold}"
-        )
+    for section, llm in (("default_llm", config.default_llm), ("fallback_llm", config.fallback_llm)):
+        if llm is not None and llm.provider == "anthropic" and llm.temperature > 1:
+            raise ConfigError(
+                f"{path}: `{section}.temperature`: Anthropic accepts a number from 0 to 1, got {llm.temperature}"
+            )
 
 
 def parse_config(text: str, path: Path) -> Config:
-    """Parse and validate TOML text; errors name the key and what is expected."""
+    """Parse and validate TOML text; errors name the key (or the line) and what is expected."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(_toml_error(exc, text, path)) from None
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
-        raise ConfigError(_friendly(exc, path)) from None
+        raise ConfigError(_friendly(exc, raw, path)) from None
     # Prices given in the file add to (or override) the built-in ones rather than replace them.
     config.prices = {**_default_prices(), **config.prices}
     _check_values(config, path)

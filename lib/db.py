@@ -113,21 +113,54 @@ class Database:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[apsw.Connection] = []
+        # Bumped by close(): a thread's connection from before it is stale and reopened on use.
+        self._generation = 0
 
     def conn(self) -> apsw.Connection:
         """This thread's connection, opened on first use."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = connect(self.path)
-            self._local.conn = conn
+        held = getattr(self._local, "held", None)
+        if held is not None and held[0] == self._generation:
+            return held[1]
+        conn = connect(self.path)
+        with self._lock:
+            self._open.append(conn)
+            self._local.held = (self._generation, conn)
         return conn
 
     def close(self) -> None:
-        """Close this thread's connection (others close when their threads end)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        """Close the connections of every thread (at shutdown, once the work is stopped).
+
+        A server worker ends with os._exit, so connections of its pool threads were never
+        closed: the WAL stayed behind and the next start had to recover it. The last connection
+        to close checkpoints the WAL into the database and removes it."""
+        with self._lock:
+            closing, self._open = self._open, []
+            self._generation += 1
+        for conn in closing:
+            close_when_free(conn)
+
+
+# How long shutdown waits for a thread still inside a statement on a connection it is closing.
+CLOSE_WAIT = 5.0
+
+
+def close_when_free(conn: apsw.Connection, wait: float = CLOSE_WAIT) -> None:
+    """Close `conn` once no other thread is inside one of its calls.
+
+    Cancelling a task at shutdown does not stop the thread it was waiting on (asyncio.to_thread),
+    so a statement may still be running there; apsw refuses to close under it."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
             conn.close()
-            self._local.conn = None
+            return
+        except apsw.ThreadingViolationError:
+            if time.monotonic() > deadline:
+                sqlite_log.warning("a connection to %s was still busy at shutdown; left open", conn.filename)
+                return
+            time.sleep(0.01)
 
 
 # Writers of this process queue on a lock per database file instead of meeting in SQLite's busy

@@ -30,14 +30,18 @@ def db_migrate() -> None:
 
 @db.command("status")
 def db_status() -> None:
-    """Show applied and pending migrations."""
-    from lib.migrations import status
+    """Show applied and pending migrations (reads only: a missing database is not created)."""
+    from lib.migrations import STEPS, Status, status
 
     settings = settings_or_exit()
-    conn = open_db(settings, migrate_first=False)
-    state = status(conn)
-    conn.close()
-    click.echo(f"database: {settings.database_path}")
+    if settings.database_path.exists():
+        conn = open_db(settings, migrate_first=False)
+        state = status(conn)
+        conn.close()
+        click.echo(f"database: {settings.database_path}")
+    else:
+        state = Status(applied=[], pending=[step.name for step in STEPS], unknown=[])
+        click.echo(f"database: {settings.database_path} (does not exist yet; `ash db migrate` creates it)")
     for name in state.applied:
         click.echo(f"  applied  {name}")
     for name in state.pending:

@@ -1,4 +1,4 @@
-"""`ash doctor`: check configuration, database, secrets, LLM keys and the Docker host."""
+"""`ash doctor`: check what a user would check before trusting the setup (doctor_checks.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ MARKS = {
 
 @click.command()
 def doctor() -> None:
-    """Check the setup: one line per check, with a hint for each problem. Exits 1 on failure."""
+    """Check the setup: config, database, file permissions, who is allowed, the bot token and
+    webhook with Telegram, one token from each model, embeddings and the Docker sandbox. One line
+    per check, each problem with the command that fixes it; creates nothing. Exits 1 on failure."""
     from lib.commands.doctor_checks import run_checks
 
     results = run_checks()

@@ -1,23 +1,28 @@
-"""Health checks for `ash doctor`: one line per check, each failure with a hint."""
+"""Health checks for `ash doctor`: one line per check, each problem with the command that fixes it.
+
+These read only: a missing database or data folder is reported, never created. The checks that
+ask something over the network (Telegram, the models, embeddings, Docker) are in
+doctor_remote.py; they run concurrently, each under a short timeout.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
 import re
+import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 
+from lib.commands.doctor_remote import remote_checks
+from lib.commands.doctor_result import Check
 from lib.config import Settings, load_settings
 from lib.errors import AshError
 
-TOKEN_PATTERN = re.compile(r"^\d+:[A-Za-z0-9_-]{30,}$")
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # "ok", "warn" or "fail"
-    detail: str
-    hint: str = ""
+# Where `ash init` keeps the secrets (created 0600), beside the database.
+SECRETS_FILE = "secrets.env"
 
 
 def check_config() -> tuple[Check, Settings | None]:
@@ -25,35 +30,97 @@ def check_config() -> tuple[Check, Settings | None]:
     try:
         settings = load_settings()
     except AshError as exc:
-        return Check("config", "fail", str(exc), "fix the key named above; config.example.toml lists them all"), None
+        return Check("config", "fail", str(exc), "fix that key or line; config.example.toml lists every key"), None
     where = str(settings.config_path) if settings.config_file_found else f"{settings.config_path} (absent: defaults)"
     return Check("config", "ok", where), settings
 
 
 def check_database(settings: Settings) -> Check:
-    from lib.db import connect
+    """The database exists and is migrated (opened without migrating; never created here)."""
+    from lib.commands.common import open_db
     from lib.migrations import status
 
+    path = settings.database_path
+    if not path.exists():
+        return Check("database", "warn", f"{path} does not exist yet", "`ash db migrate` creates it (`ash serve` too)")
     try:
-        conn = connect(settings.database_path)
-        state = status(conn)
-        conn.close()
+        conn = open_db(settings, migrate_first=False)
+        try:
+            state = status(conn)
+        finally:
+            conn.close()
     except Exception as exc:
-        return Check("database", "fail", str(exc), "check that the directory exists and is writable")
+        return Check("database", "fail", str(exc), f"check that {path} is an Ash database and readable")
     if state.unknown:
         return Check("database", "fail", "from a newer Ash: " + ", ".join(state.unknown), "upgrade Ash")
     if state.pending:
         return Check("database", "warn", f"{len(state.pending)} migration(s) pending", "run `ash db migrate`")
-    return Check("database", "ok", f"{settings.database_path} migrated")
+    return Check("database", "ok", f"{path} migrated")
 
 
-def check_telegram_token(settings: Settings) -> Check:
-    token = settings.secrets.telegram_bot_token
-    if not token:
-        return Check("telegram token", "fail", "TELEGRAM_BOT_TOKEN is not set", "get a token from @BotFather")
-    if not TOKEN_PATTERN.match(token):
-        return Check("telegram token", "fail", "TELEGRAM_BOT_TOKEN does not look like 123456:ABC...", "copy it again")
-    return Check("telegram token", "ok", f"bot id {settings.bot_id}")
+def _private_files(settings: Settings) -> list[Path]:
+    """Files that hold conversations or secrets, which nobody but their owner may read."""
+    database = settings.database_path
+    suffixes = ("", "-wal", "-shm")
+    found = [database.with_name(database.name + suffix) for suffix in suffixes]
+    found += sorted(database.parent.glob(f"{database.name}.pre-*.bak"))
+    found.append(settings.home / SECRETS_FILE)
+    return [path for path in found if path.exists()]
+
+
+def check_permissions(settings: Settings) -> Check:
+    """The database, its copies and secrets.env are private; the data folder is writable."""
+    private = _private_files(settings)
+    exposed = [path for path in private if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)]
+    if exposed:
+        names = " ".join(str(path) for path in exposed)
+        return Check("file permissions", "fail", f"readable by other accounts: {names}", f"chmod 600 {names}")
+    folder = settings.database_path.parent
+    if not folder.exists():
+        return Check("file permissions", "ok", f"{folder} does not exist yet (`ash serve` creates it)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return Check(
+            "file permissions", "fail", f"{folder} is not writable by this user", f"chown -R $(id -un) {folder}"
+        )
+    database = settings.database_path
+    if database.exists() and not os.access(database, os.R_OK | os.W_OK):
+        return Check(
+            "file permissions", "fail", f"{database} is not writable by this user", f"chown $(id -un) {database}"
+        )
+    return Check("file permissions", "ok", f"{len(private)} private file(s), data folder writable")
+
+
+def check_allowed(settings: Settings) -> Check:
+    """Somebody may talk to Ash: the owner, config.toml's allowed_users or `ash users allow` entries."""
+    owner = settings.config.owner
+    entries = _allowed_entries(settings)
+    if owner is not None:
+        more = f" and {len(entries)} allowed" if entries else ""
+        return Check("allowed users", "ok", f"owner {owner}{more}")
+    if entries:
+        return Check("allowed users", "ok", f"{len(entries)} allowed: {', '.join(entries[:5])}")
+    return Check(
+        "allowed users",
+        "fail",
+        "nobody may talk to Ash: no owner and no allowed users",
+        "`ash users allow ID` (your id: write to the bot, it answers with it), or `owner = ID` in config.toml",
+    )
+
+
+def _allowed_entries(settings: Settings) -> list[str]:
+    """Allowed entries from config.toml and, when the database exists, from `ash users allow`."""
+    from lib.commands.common import open_db
+    from lib.telegram.access import listing
+
+    if not settings.database_path.exists():
+        return [str(entry) for entry in settings.config.telegram.allowed_users]
+    conn = open_db(settings, migrate_first=False)
+    try:
+        return [row["entry"] for row in listing(conn, settings)]
+    except Exception:  # an unmigrated database has no allowed_users table yet
+        return [str(entry) for entry in settings.config.telegram.allowed_users]
+    finally:
+        conn.close()
 
 
 def check_webhook_secret(settings: Settings) -> Check:
@@ -73,68 +140,60 @@ def check_webhook_secret(settings: Settings) -> Check:
 
 
 def check_llm_keys(settings: Settings) -> Check:
-    keys = {"anthropic": settings.secrets.anthropic_api_key, "openai": settings.secrets.openai_api_key}
-    if settings.secrets.openai_base_url:
-        keys["openai"] = keys["openai"] or "(base url)"
-    primary = settings.config.default_llm.provider
-    fallback = settings.config.fallback_llm.provider if settings.config.fallback_llm else None
-    env = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY (or OPENAI_BASE_URL)"}
-    if not keys[primary]:
-        detail = f"default provider {primary}: {env[primary]} is not set"
-        return Check("llm keys", "fail", detail, f"set {env[primary]}")
-    if fallback and not keys[fallback]:
-        return Check("llm keys", "warn", f"fallback {fallback} has no key", f"set {env[fallback]} for a fallback")
-    return Check("llm keys", "ok", f"{primary}" + (f", fallback {fallback}" if fallback else ""))
+    """The default model's provider has a key (or, for OpenAI, a base URL); the fallback is named."""
+    from lib.llm.router import KEY_VARIABLES, fallback, is_configured
+
+    primary = settings.config.default_llm
+    second = fallback(settings)
+    if not is_configured(settings, primary):
+        variable = KEY_VARIABLES[primary.provider] + (" (or OPENAI_BASE_URL)" if primary.provider == "openai" else "")
+        detail = f"default provider {primary.provider}: {variable} is not set"
+        hint = f"set {variable}"
+        if settings.secrets.openai_base_url and primary.provider == "anthropic":
+            hint += ', or for the server at OPENAI_BASE_URL: [default_llm] provider = "openai", model = one it serves'
+        return Check("llm keys", "fail", detail, hint)
+    if second is None:
+        return Check("llm keys", "ok", f"{primary.provider}, no fallback")
+    if not is_configured(settings, second):
+        variable = KEY_VARIABLES[second.provider]
+        return Check("llm keys", "warn", f"fallback {second.provider} has no key", f"set {variable} for a fallback")
+    return Check("llm keys", "ok", f"{primary.provider}, fallback {second.provider}")
 
 
-def check_docker(settings: Settings) -> Check:
-    """The engine DOCKER_HOST names answers and has the sandbox image (else bash tells the model why)."""
-    from lib.errors import DockerError
-    from lib.sandbox.container import connect
-
-    image = settings.config.sandbox.image
-    try:
-        client = connect(timeout=10)
-    except DockerError as exc:
-        return Check(
-            "docker host",
-            "fail",
-            f"{exc.message[:200]}; the bash tool answers with this error until it is fixed",
-            "start Docker (or `.ci/docker.sh` for a private dockerd) and set DOCKER_HOST; a tcp:// host also "
-            "needs DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH",
-        )
-    try:
-        client.images.get(image)
-    except Exception:
-        return Check(
-            "docker host",
-            "warn",
-            f"engine reachable, sandbox image {image} missing",
-            "run `ash sandbox build` (no registry: `ash sandbox build --offline`)",
-        )
-    finally:
-        client.close()
-    return Check("docker host", "ok", f"engine reachable, image {image} present")
-
-
-SETTINGS_CHECKS: list[Callable[[Settings], Check]] = [
+LOCAL_CHECKS: list[Callable[[Settings], Check]] = [
     check_database,
-    check_telegram_token,
+    check_permissions,
+    check_allowed,
     check_webhook_secret,
     check_llm_keys,
-    check_docker,
 ]
 
 
+def _guarded(check: Callable[[Settings], Check], settings: Settings) -> Check:
+    try:
+        return check(settings)
+    except Exception as exc:  # a broken check must not hide the others
+        return Check(check.__name__.removeprefix("check_").replace("_", " "), "fail", f"check crashed: {exc}")
+
+
+@contextlib.contextmanager
+def _quiet_logs():
+    """The checks report every failure themselves; the clients' warnings would say it twice."""
+    logger = logging.getLogger("ash")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def run_checks() -> list[Check]:
-    """Run every check; later checks are skipped when the config cannot be read."""
+    """Run every check; the others are skipped when the config cannot be read."""
     config_check, settings = check_config()
-    results = [config_check]
     if settings is None:
-        return results
-    for check in SETTINGS_CHECKS:
-        try:
-            results.append(check(settings))
-        except Exception as exc:  # a broken check must not hide the others
-            results.append(Check(check.__name__.removeprefix("check_"), "fail", f"check crashed: {exc}"))
-    return results
+        return [config_check]
+    with _quiet_logs():
+        local = [_guarded(check, settings) for check in LOCAL_CHECKS]
+        remote = asyncio.run(remote_checks(settings))
+    return [config_check, *local, *remote]

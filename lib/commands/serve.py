@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 
 import click
 
 from lib.commands.common import open_db, settings_or_exit
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Stop with one sentence when nothing can listen on host:port (granian would print a Rust
+    backtrace). A plain bind is refused next to granian's SO_REUSEPORT listener too, so a second
+    `ash serve` is caught instead of silently sharing the port with the first."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # A server that just stopped leaves TIME_WAIT connections; they do not hold the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise click.ClickException(
+                    f"port {port} on {host} is already in use (another `ash serve`?): "
+                    "stop that process or pick another port with --port"
+                ) from None
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @click.command()
@@ -15,9 +36,10 @@ from lib.commands.common import open_db, settings_or_exit
 def serve(host: str | None, port: int | None) -> None:
     """Apply pending migrations, then serve the webhook and admin API."""
     settings = settings_or_exit()
-    open_db(settings).close()
     host = host or settings.config.server.host
     port = port or settings.config.server.port
+    check_port_free(host, port)
+    open_db(settings).close()
     from granian import Granian
     from granian.constants import Interfaces, Loops
 

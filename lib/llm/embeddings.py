@@ -12,26 +12,43 @@ from lib.errors import EmbeddingError
 
 TIMEOUT = 15.0
 BATCH = 256
+# A local server (OPENAI_BASE_URL) ignores the key, but the SDK refuses to start without one.
+PLACEHOLDER_KEY = "not-needed"
 
 
 class OpenAIEmbedder:
     """Embeds texts with one request per batch of at most BATCH texts."""
 
-    def __init__(self, api_key: str | None, base_url: str | None, *, model: str, dimensions: int):
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        *,
+        model: str,
+        dimensions: int,
+        timeout: float | None = None,
+    ):
         self.model = model
         self.dimensions = dimensions
-        self._api_key = api_key
+        self.timeout = timeout or TIMEOUT
+        # OPENAI_BASE_URL is an origin (lib/config.py drops a trailing /v1); the SDK wants the /v1.
         self._base_url = f"{base_url}/v1" if base_url else None
+        self._api_key = api_key or (PLACEHOLDER_KEY if base_url else None)
         self._client = None
 
     def _get_client(self):
         if self._client is None:
             if not self._api_key:
-                raise EmbeddingError("OPENAI_API_KEY is not set (needed by [embeddings] provider = 'openai')")
+                raise EmbeddingError(
+                    "OPENAI_API_KEY is not set (needed by [embeddings] provider = 'openai'; "
+                    "a local server named by OPENAI_BASE_URL needs none)"
+                )
             import openai
 
             # Our own policy decides about retries (lib/retry.py); the SDK must not add its own.
-            self._client = openai.OpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=TIMEOUT)
+            self._client = openai.OpenAI(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self.timeout
+            )
         return self._client
 
     def embed(self, texts: list[str]) -> np.ndarray:

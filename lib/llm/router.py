@@ -2,7 +2,8 @@
 
 The SDK clients never retry (`max_retries=0`). Here: retryable errors (429, 529 overloaded,
 5xx, timeouts, dropped streams) are retried with exponential backoff that honours
-`retry-after`, up to `agent.llm_retries` times; then the turn switches to `fallback_llm`.
+`retry-after`, up to `agent.llm_retries` times; then the turn switches to `fallback_llm` (or,
+when the file has none, to OpenAI's gpt-4o if OPENAI_API_KEY is set: see `fallback`).
 OpenAI's 429 `insufficient_quota` switches at once. Non-retryable errors (400, 401, 404) stop
 the call: the user gets a short message (lib/errors.py `user_message`), the log the full reason.
 
@@ -18,7 +19,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from lib.config import LLMConfig, Settings
+from lib.config import IMPLICIT_FALLBACK, LLMConfig, Settings
 from lib.errors import LLMError, LLMNotConfigured
 from lib.llm.types import Completed, Message, Request, Response, TextDelta, ToolSpec
 from lib.retry import Backoff, Retryable, Sleep, retry
@@ -57,23 +58,40 @@ def is_configured(settings: Settings, llm: LLMConfig) -> bool:
     return bool(secrets.openai_api_key or secrets.openai_base_url)
 
 
+def fallback(settings: Settings) -> LLMConfig | None:
+    """The file's [fallback_llm]; without one, gpt-4o only when OPENAI_API_KEY is set.
+
+    A base URL alone does not bring in the implicit fallback: OPENAI_BASE_URL usually names a
+    local server, which has no gpt-4o and would answer "model not found"."""
+    if settings.config.fallback_llm is not None:
+        return settings.config.fallback_llm
+    return IMPLICIT_FALLBACK if settings.secrets.openai_api_key else None
+
+
 def missing_key_message(settings: Settings) -> str:
     """Which variable to set so that a model can answer."""
-    config = settings.config
-    wanted = [f"{KEY_VARIABLES[config.default_llm.provider]} (for [default_llm], {config.default_llm.provider})"]
-    if config.fallback_llm is not None and config.fallback_llm.provider != config.default_llm.provider:
-        wanted.append(f"{KEY_VARIABLES[config.fallback_llm.provider]} (for [fallback_llm])")
+    default = settings.config.default_llm
+    wanted = [f"{KEY_VARIABLES[default.provider]} (for [default_llm], {default.provider})"]
+    second = settings.config.fallback_llm
+    if second is not None and second.provider != default.provider:
+        wanted.append(f"{KEY_VARIABLES[second.provider]} (for [fallback_llm])")
+    local = (
+        'set [default_llm] provider = "openai" and model = the model it serves'
+        if default.provider == "anthropic"
+        else "set OPENAI_BASE_URL"
+    )
     return (
-        f"No language model is configured: set {' or '.join(wanted)}, "
-        "or OPENAI_BASE_URL for an OpenAI-compatible server such as Ollama."
+        f"No language model is configured: set {' or '.join(wanted)}; "
+        f"for an OpenAI-compatible server such as Ollama, {local}."
     )
 
 
 def candidates(settings: Settings) -> list[LLMConfig]:
-    """The configured providers in order: default_llm, then fallback_llm."""
+    """The configured providers in order: default_llm, then the fallback (see `fallback`)."""
     found = [settings.config.default_llm]
-    if settings.config.fallback_llm is not None:
-        found.append(settings.config.fallback_llm)
+    second = fallback(settings)
+    if second is not None:
+        found.append(second)
     usable = [llm for llm in found if is_configured(settings, llm)]
     for llm in found:
         if llm not in usable:
@@ -83,16 +101,16 @@ def candidates(settings: Settings) -> list[LLMConfig]:
     return usable
 
 
-def build_provider(settings: Settings, llm: LLMConfig) -> Provider:
+def build_provider(settings: Settings, llm: LLMConfig, *, timeout: float = 120.0) -> Provider:
     """A provider client for `llm` (imports its SDK on first use)."""
     secrets = settings.secrets
     if llm.provider == "anthropic":
         from lib.llm.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(secrets.anthropic_api_key or "", base_url=secrets.anthropic_base_url)
+        return AnthropicProvider(secrets.anthropic_api_key or "", base_url=secrets.anthropic_base_url, timeout=timeout)
     from lib.llm.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(secrets.openai_api_key, base_url=secrets.openai_base_url)
+    return OpenAIProvider(secrets.openai_api_key, base_url=secrets.openai_base_url, timeout=timeout)
 
 
 class Router:
@@ -162,6 +180,7 @@ class Router:
             try:
                 response = await self._attempts(index, request, on_text, on_restart)
             except LLMError as exc:
+                exc.model = exc.model or request.model
                 if not (exc.retryable or exc.switch_provider):
                     raise
                 last = exc

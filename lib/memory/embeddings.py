@@ -203,8 +203,9 @@ class LocalEmbedder:
         return normalise(pooled)
 
 
-def get_embedder(settings: Settings) -> Embedder | None:
-    """The configured embedder, or None when `[embeddings] provider = "none"`."""
+def get_embedder(settings: Settings, *, timeout: float | None = None) -> Embedder | None:
+    """The configured embedder, or None when `[embeddings] provider = "none"`; `timeout` (seconds
+    per request) applies to a remote one."""
     cfg = settings.config.embeddings
     if cfg.provider == "none":
         return None
@@ -213,8 +214,9 @@ def get_embedder(settings: Settings) -> Embedder | None:
 
         # The config's default model is the local one; with provider = "openai" it means "the default".
         model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        secrets = settings.secrets
         return OpenAIEmbedder(
-            settings.secrets.openai_api_key, settings.secrets.openai_base_url, model=model, dimensions=cfg.dimensions
+            secrets.openai_api_key, secrets.openai_base_url, model=model, dimensions=cfg.dimensions, timeout=timeout
         )
     if cfg.model != LOCAL_MODEL or cfg.dimensions != LOCAL_DIMENSIONS:
         raise EmbeddingError(

@@ -309,12 +309,12 @@ def _docker_error(exc: Exception, image: str = "") -> DockerError:
     return DockerError(None, f"cannot reach the Docker engine ({str(exc)[:200]}); start it or set DOCKER_HOST")
 
 
-def connect(timeout: float = 60.0) -> docker.DockerClient:
+def connect(timeout: float = 60.0, *, connect_timeout: float = CONNECT_TIMEOUT) -> docker.DockerClient:
     """A docker client from the environment, or DockerError when no engine answers."""
     import docker
 
     try:
-        client = docker.from_env(timeout=CONNECT_TIMEOUT)
+        client = docker.from_env(timeout=connect_timeout)
     except Exception as exc:
         raise _docker_error(exc) from None
     # Long commands stream quietly; the socket must wait longer than the command timeout.

@@ -122,6 +122,15 @@ async def stop_services(services: Services) -> None:
             await service.stop()
 
 
+def close_database(runtime: Runtime) -> None:
+    """Close every connection to the database (hybrid searches' second ones too): the last one
+    to close folds the WAL into the file, so the next start has nothing to recover."""
+    from lib.memory.retrieval import close_side_connections
+
+    close_side_connections()
+    runtime.db.close()
+
+
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     """Open shared resources at start-up and close them at shutdown."""
@@ -141,4 +150,4 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await stop_services(services)
         await runtime.close_llm_providers()
         await runtime.close_http()
-        runtime.db.close()
+        close_database(runtime)

@@ -20,7 +20,8 @@ def test_defaults_without_a_file(ash_home):
     assert settings.database_path == ash_home / "ash.db"
     assert settings.config.server.port == 8080
     assert settings.config.default_llm.provider == "anthropic"
-    assert settings.config.fallback_llm.provider == "openai"
+    assert settings.config.fallback_llm is None  # gpt-4o stands in only with OPENAI_API_KEY (tests/llm)
+    assert settings.config.sandbox.enabled == "auto"
     assert settings.config.embeddings.provider == "local"
     assert settings.config.sandbox.network_disabled is True
     assert settings.workspace.joinpath("SOUL.md").is_file()
@@ -67,13 +68,21 @@ def test_user_prices_extend_the_defaults(ash_home):
     ("text", "expected"),
     [
         ("[server]\nport = 'eighty'\n", "`server.port`: expected `int`, got `str`"),
-        ("[server]\nport = 70000\n", "`server.port`: expected a port between 1 and 65535"),
+        ("[server]\nport = 70000\n", "`server.port`: expected a number from 1 to 65535, got 70000"),
         ('timezone = "Mars/Olympus"\n', "`timezone`: expected an IANA time zone name"),
         ("[memroy]\nrecency_window = 3\n", "unknown key `memroy`"),
         ("[sandbox]\ntimout = 3\n", "unknown key `sandbox.timout`"),
         ('[default_llm]\nprovider = "gemini"\n', "`default_llm.provider`: expected one of"),
         ("[memory]\nextraction_confidence_threshold = 2.0\n", "from 0 to 1"),
-        ("owner = \n", "not valid TOML"),
+        ("[default_llm]\ntemperature = 5\n", "`default_llm.temperature`: expected a number from 0 to 2, got 5"),
+        ("[default_llm]\ntemperature = 1.5\n", "`default_llm.temperature`: Anthropic accepts a number from 0 to 1"),
+        ("[fallback_llm]\nmax_tokens = -1\n", "`fallback_llm.max_tokens`: expected a number of at least 1, got -1"),
+        ("[telegram]\nstream_edit_interval = -1\n", "`telegram.stream_edit_interval`: expected a number above 0"),
+        ("[memory]\nmax_entries = 0\n", "`memory.max_entries`: expected a number of at least 1, got 0"),
+        ("[brave_search]\ncount = 50\n", "`brave_search.count`: expected a number from 1 to 20, got 50"),
+        ('[sandbox]\nenabled = "yes"\n', "`sandbox.enabled`: expected one of \"auto\", true, false, got 'yes'"),
+        ("owner = 1\n[server]\nport = 8080,\n", "line 3 is not valid TOML (expected newline or end of document"),
+        ("owner = \n", "line 1 is not valid TOML (invalid value, column 9): owner ="),
     ],
 )
 def test_invalid_values_name_the_key_and_what_is_expected(ash_home, text, expected):
@@ -82,6 +91,17 @@ def test_invalid_values_name_the_key_and_what_is_expected(ash_home, text, expect
         load_settings()
     assert expected in str(caught.value)
     assert str(ash_home / "config.toml") in str(caught.value)
+
+
+def test_values_in_range_are_accepted(ash_home):
+    write_config(
+        ash_home,
+        '[default_llm]\nprovider = "openai"\ntemperature = 2\nmax_tokens = 1\n'
+        "[telegram]\nstream_edit_interval = 0.2\n[sandbox]\nenabled = false\n",
+    )
+    config = load_settings().config
+    assert (config.default_llm.temperature, config.default_llm.max_tokens) == (2.0, 1)
+    assert config.telegram.stream_edit_interval == 0.2 and config.sandbox.enabled is False
 
 
 def test_bad_port_in_environment(monkeypatch, ash_home):
@@ -99,6 +119,12 @@ def test_missing_explicit_config_file_is_an_error(monkeypatch, tmp_path):
 def test_endpoint_overrides_must_be_origins(monkeypatch, ash_home):
     monkeypatch.setenv("TELEGRAM_API_BASE", "http://127.0.0.1:9999/")
     assert load_settings().secrets.telegram_api_base == "http://127.0.0.1:9999"
+    # Ollama documents its OpenAI endpoint with /v1; the clients add /v1 themselves.
+    for given in ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434"):
+        monkeypatch.setenv("OPENAI_BASE_URL", given)
+        assert load_settings().secrets.openai_base_url == "http://127.0.0.1:11434"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://proxy.example/anthropic/v1")
+    assert load_settings().secrets.anthropic_base_url == "https://proxy.example/anthropic"
     monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434")
     with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
         load_settings()

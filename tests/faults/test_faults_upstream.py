@@ -35,9 +35,13 @@ def _overloaded() -> Failure:
 
 @pytest.fixture
 def served(ash_home):
-    write_config(ash_home)
+    # Bash offered although the engine is down (`enabled = true`), and an OpenAI key, so
+    # gpt-4o stands in as the fallback.
+    write_config(ash_home, extra="\n[sandbox]\nenabled = true\n")
     with Upstream() as upstream:
-        env = server_env(ash_home, upstream, DOCKER_HOST="unix:///nonexistent/docker-is-down.sock")
+        env = server_env(
+            ash_home, upstream, DOCKER_HOST="unix:///nonexistent/docker-is-down.sock", OPENAI_API_KEY="sk-openai-test"
+        )
         server = AshServer(ash_home, env).start()
         try:
             yield upstream, server

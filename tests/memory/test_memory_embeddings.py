@@ -123,6 +123,20 @@ def test_openai_embeddings_from_recorded_payloads(ash_home, monkeypatch, httpx2_
     conn.close()
 
 
+def test_a_local_server_in_ollamas_form_embeds_without_a_key(ash_home, monkeypatch, httpx2_mock):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")  # as Ollama documents it
+    config = '[embeddings]\nprovider = "openai"\nmodel = "text-embedding-ada-002"\ndimensions = 1536\n'
+    settings = settings_with(ash_home, config)
+    route = httpx2_mock.post("http://127.0.0.1:11434/v1/embeddings").mock(
+        return_value=httpx.Response(200, content=fixture_bytes("openai", "embeddings_float.json"))
+    )
+    conn = open_db(settings)
+    vectors = embeddings.embed_texts(conn, settings, ["The food was delicious and the waiter..."])
+    assert vectors is not None and vectors.shape == (1, 1536)
+    assert route.calls.last.request.headers["authorization"] == "Bearer not-needed"
+    conn.close()
+
+
 def test_openai_down_warns_and_full_text_still_answers(ash_home, monkeypatch, httpx2_mock, caplog):
     settings = _openai_settings(ash_home, monkeypatch, "text-embedding-3-small", 1536)
     route = httpx2_mock.post(EMBEDDINGS_URL).mock(side_effect=httpx.ConnectError("connection refused"))

@@ -78,12 +78,6 @@ def test_sizes_and_chat_keys():
     assert chat_key("x", "a/b c") == "x-a_b_c"
 
 
-def test_bash_is_always_offered(settings):
-    from lib.tools.registry import available_tools
-
-    assert "bash" in [tool.name for tool in available_tools(settings)]
-
-
 def test_unreachable_engine_is_a_clear_error_for_the_model(settings, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", DEAD_SOCKET)
     context = ToolContext(user_id="1", chat_id="1", session_id=None, settings=settings)
@@ -100,14 +94,15 @@ def test_empty_command_is_refused(settings):
 
 
 def test_cli_and_doctor_explain_an_unreachable_engine(ash_home, monkeypatch):
-    from lib.commands.doctor_checks import check_docker
+    from lib.commands.doctor_remote import check_sandbox
+    from lib.config import load_settings
 
     monkeypatch.setenv("DOCKER_HOST", DEAD_SOCKET)
     result = CliRunner().invoke(cli, ["sandbox", "status"])
     assert result.exit_code == 1
     assert "cannot reach the Docker engine" in result.output
-    from lib.config import load_settings
 
-    check = check_docker(load_settings())
-    assert check.status == "fail"
+    (ash_home / "config.toml").write_text("[sandbox]\nenabled = true\n")
+    (check,) = check_sandbox(load_settings())
+    assert check.status == "fail" and "bash fails on every call" in check.detail
     assert "DOCKER_HOST" in check.hint
