@@ -45,6 +45,17 @@ class OutputSink(Protocol):
         """Replace whatever was shown with a short error message for the user."""
 
 
+class ToolWatcher(Protocol):
+    """Who is shown the tool runs of a turn as they happen: the terminal does; Telegram shows only the
+    answer, so it passes none (a separate protocol keeps OutputSink the same for every channel)."""
+
+    async def tool_started(self, name: str, tool_input: dict) -> None:
+        """The model called a tool with these arguments; it runs now."""
+
+    async def tool_finished(self, name: str, *, is_error: bool) -> None:
+        """The tool is done; its output goes back to the model."""
+
+
 @dataclass
 class TurnResult:
     """What a turn produced."""

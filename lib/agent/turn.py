@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from lib.agent.contract import OutputSink, TurnInput, TurnResult
+from lib.agent.contract import OutputSink, ToolWatcher, TurnInput, TurnResult
 from lib.agent.prompt import build_system_prompt, is_owner, speaker_name
 from lib.agent.usage import over_budget
 from lib.db import monotonic_ms
@@ -196,9 +196,15 @@ def _final_answer(steps_text: list[str], notices: list[str]) -> str:
 
 
 async def run_turn(
-    runtime: Runtime, turn: TurnInput, sink: OutputSink, *, housekeeper: MemoryService | None = None
+    runtime: Runtime,
+    turn: TurnInput,
+    sink: OutputSink,
+    *,
+    housekeeper: MemoryService | None = None,
+    tool_watcher: ToolWatcher | None = None,
 ) -> TurnResult:
-    """Answer one user message, streaming into `sink`; persists the exchange.
+    """Answer one user message, streaming into `sink` (and each tool run into `tool_watcher`, when
+    given); persists the exchange.
 
     With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
     after, off the reply path; without one (`ash chat`) they are computed here. Full-text search
@@ -282,7 +288,11 @@ async def run_turn(
                 results = []
                 for use in uses:
                     result.tool_calls.append(use.name)
+                    if tool_watcher is not None:
+                        await tool_watcher.tool_started(use.name, use.input)
                     results.append(await _run_tool(runtime, by_name, use, context))
+                    if tool_watcher is not None:
+                        await tool_watcher.tool_finished(use.name, is_error=results[-1].is_error)
                 messages.append(Message("user", tuple(results)))
     except Exception as exc:
         if isinstance(exc, LLMError):  # the provider said why; no traceback needed

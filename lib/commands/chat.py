@@ -1,77 +1,94 @@
-"""`ash chat [MESSAGE]`: talk to Ash from the terminal through the same pipeline as Telegram."""
+"""`ash chat [MESSAGE]`: talk to Ash from the terminal through the same pipeline as Telegram.
+
+In a terminal it is an interactive prompt (lib/commands/chat_repl.py); with a MESSAGE, or with
+stdin or stdout not a terminal (`echo hi | ash chat`), it reads lines and prints plain text.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import click
 
-from lib.commands.common import open_db, settings_or_exit
+from lib.commands.chat_session import EXIT_WORDS, ChatSession, CommandAnswer, cli_user_id
+from lib.commands.common import open_db, settings_or_exit, user_option
 from lib.config import Settings
 
-# The CLI conversation is one chat of its own; it persists across runs until `/new`.
-CLI_PROVIDER = "cli"
-CLI_CHAT_ID = "cli"
-# Without `owner` in the config, the terminal user is stored under this id.
-LOCAL_USER_ID = "local"
-EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
+# Lines typed at the interactive prompt, kept in ASH_HOME for Up and Ctrl-R across runs.
+HISTORY_FILE = "chat_history"
 
 
-def cli_user_id(settings: Settings) -> str:
-    """The owner's id when configured, else the fixed local id."""
-    owner = settings.config.owner
-    return str(owner) if owner is not None else LOCAL_USER_ID
-
-
-async def _session(settings: Settings, message: str | None) -> bool:
-    from lib.agent.contract import TurnInput
-    from lib.agent.turn import run_turn
+async def _plain_line(session: ChatSession, line: str, answer_prefix: str = "") -> bool:
+    """Answer one line as plain text: a slash command, or a turn streamed to stdout after `answer_prefix`."""
     from lib.commands.chat_sink import CliSink
-    from lib.db import Database
-    from lib.runtime import Runtime
 
-    runtime = Runtime(settings=settings, db=Database(settings.database_path))
-    user_id = cli_user_id(settings)
+    answer = await session.command(line)
+    if answer is None:
+        click.echo(answer_prefix, nl=False)
+        sink = CliSink()
+        return (await session.turn(line, sink, tool_watcher=sink)).ok
+    click.echo(answer.text)
+    if answer.buttons:
+        await _plain_choice(session, answer)
+    return True
 
-    async def one(text: str) -> bool:
-        turn = TurnInput(provider=CLI_PROVIDER, chat_id=CLI_CHAT_ID, user_id=user_id, text=text)
-        result = await run_turn(runtime, turn, CliSink())
-        return result.ok
 
+async def _plain_choice(session: ChatSession, answer: CommandAnswer) -> None:
+    """Offer a command's buttons as numbered choices read from the next input line."""
+    for number, button in enumerate(answer.buttons, 1):
+        click.echo(f"  {number}. {button.label}")
+    try:
+        choice = input(f"choose 1-{len(answer.buttons)}> ").strip()
+    except EOFError:
+        choice = ""
+    if choice.isdigit() and 1 <= int(choice) <= len(answer.buttons):
+        click.echo(await session.press(answer.buttons[int(choice) - 1]))
+    else:
+        click.echo("Nothing chosen, nothing done.")
+
+
+async def _plain_loop(session: ChatSession) -> None:
+    """Read lines until end of input or an exit word, answering each."""
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            click.echo()
+            return
+        if line in EXIT_WORDS:
+            return
+        if line:
+            await _plain_line(session, line, answer_prefix="ash> ")
+
+
+async def _session(settings: Settings, user_id: str, message: str | None, interactive: bool) -> bool:
+    session = ChatSession(settings, user_id)
     try:
         if message is not None:
-            return await one(message)
-        click.echo("Talking to Ash as the owner. /new starts a new conversation; exit or Ctrl-D leaves.")
-        while True:
-            try:
-                line = input("you> ").strip()
-            except EOFError:
-                click.echo()
-                return True
-            if line in EXIT_WORDS:
-                return True
-            if line == "/new":
-                from lib.memory.store import close_session
+            return await _plain_line(session, message)
+        if interactive:
+            from lib.commands.chat_repl import run_repl
 
-                await asyncio.to_thread(lambda: close_session(runtime.db.conn(), CLI_PROVIDER, CLI_CHAT_ID))
-                click.echo("Started a new conversation.")
-                continue
-            if line:
-                click.echo("ash> ", nl=False)
-                await one(line)
+            await run_repl(session, settings.home / HISTORY_FILE)
+        else:
+            await _plain_loop(session)
+        return True
     finally:
-        await runtime.close_llm_providers()
-        await runtime.close_http()
-        runtime.db.close()
+        await session.close()
 
 
 @click.command()
 @click.argument("message", required=False)
-def chat(message: str | None) -> None:
-    """Talk to Ash as the owner: answer MESSAGE, or start an interactive loop without one.
+@user_option("Talk as this Telegram user id: their memory, profile and time zone (default: the owner).")
+def chat(message: str | None, user_id: str | None) -> None:
+    """Talk to Ash: answer MESSAGE, or start a conversation without one.
 
-    The conversation persists across runs (provider "cli", chat "cli"); type /new in the
-    loop to start afresh. Uses the same prompt, memory, tools and models as Telegram.
+    In a terminal you get line editing, history (Up, Ctrl-R), multi-line paste, answers rendered
+    as Markdown and a line for each tool run; Telegram's slash commands (/help, /new, /memory,
+    /timezone, ...) work the same here. Piped input is read line by line as plain text. The
+    conversation persists across runs (provider "cli"); /new starts afresh. Uses the same prompt,
+    memory, tools and models as Telegram.
     """
     from lib.errors import LLMNotConfigured
     from lib.llm.router import candidates
@@ -82,8 +99,9 @@ def chat(message: str | None) -> None:
     except LLMNotConfigured as exc:
         raise click.ClickException(exc.message) from None
     open_db(settings).close()
+    interactive = message is None and sys.stdin.isatty() and sys.stdout.isatty()
     try:
-        ok = asyncio.run(_session(settings, message))
+        ok = asyncio.run(_session(settings, user_id or cli_user_id(settings), message, interactive))
     except KeyboardInterrupt:
         click.echo()
         return

@@ -1,14 +1,17 @@
-"""Slash commands in Telegram: /start, /help, /new, /stop, /memory, /forget (with its confirm button).
+"""Slash commands: /start, /help, /new, /stop, /memory, /timezone, /forget (with its confirm button).
 
 REGISTRY is the one list of them: the processor routes by it, /help lists it, and Telegram's
-command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three.
+command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three,
+and in `ash chat`, which answers them with these same handlers (lib/commands/chat_session.py).
 """
 
 from __future__ import annotations
 
 import logging
+import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import apsw
 
@@ -34,6 +37,7 @@ REGISTRY = (
     Command("new", "start a fresh conversation (I keep what I know about you)"),
     Command("stop", "stop the answer I am writing"),
     Command("memory", "what I know about you"),
+    Command("timezone", "show or set your time zone, e.g. /timezone Europe/Lisbon"),
     Command("forget", "delete everything I know about you"),
     Command("help", "what I can do"),
 )
@@ -84,6 +88,23 @@ def _describe(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
     return describe_user(conn, settings, user_id)
 
 
+def timezone_reply(conn: apsw.Connection, settings: Settings, user_id: str, zone: str) -> str:
+    """Set the user's time zone to `zone`, or without one say which zone they are in now."""
+    if not zone:
+        profile = store.get_profile(conn, user_id)
+        current = profile.timezone if profile and profile.timezone else f"{settings.config.timezone} (the default)"
+        return f"Your time zone is {current}. Set it with /timezone and a zone name, e.g. /timezone Europe/Lisbon."
+    try:
+        store.set_timezone(conn, user_id, zone)
+    except ValueError:
+        return (
+            f"I don't know the time zone `{zone}`. Use an IANA name: a region and a city, such as Europe/Lisbon, "
+            "America/New_York or Asia/Tokyo (or UTC)."
+        )
+    local = datetime.now(UTC).astimezone(zoneinfo.ZoneInfo(zone))
+    return f"Your time zone is now {zone}: it is {local:%H:%M} there."
+
+
 def forget(conn: apsw.Connection, settings: Settings, user_id: str, actor: str) -> dict:
     """Delete what Ash knows about the user, including the raw updates they sent."""
     from lib.inbox.queue import scrub_user
@@ -100,14 +121,17 @@ def run_command(
     user_id: str,
     chat_id: str,
     stop_running: Callable[[], bool],
+    args: str = "",
+    provider: str = "telegram",
 ) -> Reply | None:
-    """Answer a command; None when it is not one of Ash's (it then goes to the agent as text)."""
+    """Answer a command (`args`: the text after its name); None when it is not one of Ash's (it then
+    goes to the agent as text). `provider` names the channel whose conversation /new closes."""
     if name == "start":
         return Reply(START)
     if name == "help":
         return Reply(HELP)
     if name == "new":
-        closed = store.close_session(conn, "telegram", chat_id)
+        closed = store.close_session(conn, provider, chat_id)
         return Reply(
             "Started a new conversation. I still remember what I know about you."
             if closed
@@ -117,6 +141,8 @@ def run_command(
         return Reply("Stopped." if stop_running() else "Nothing to stop.")
     if name == "memory":
         return Reply(_describe(conn, settings, user_id))
+    if name == "timezone":
+        return Reply(timezone_reply(conn, settings, user_id, args))
     if name == "forget":
         keyboard = InlineKeyboardMarkup(
             inline_keyboard=[
@@ -134,15 +160,18 @@ def run_command(
     return None
 
 
-def run_callback(conn: apsw.Connection, settings: Settings, *, data: str, user_id: str) -> tuple[str, str | None]:
-    """(toast, new text for the message) for a button press; only the asker's own buttons act."""
+def run_callback(
+    conn: apsw.Connection, settings: Settings, *, data: str, user_id: str, provider: str = "telegram"
+) -> tuple[str, str | None]:
+    """(toast, new text for the message) for a button press; only the asker's own buttons act.
+    `provider` names the channel in the audit log."""
     for prefix in (FORGET_YES, FORGET_NO):
         if data.startswith(prefix):
             if data.removeprefix(prefix) != user_id:
                 return "This button belongs to someone else.", None
             if prefix == FORGET_NO:
                 return "Kept.", "Okay, I forgot nothing."
-            counts = forget(conn, settings, user_id, actor=f"telegram:{user_id}")
+            counts = forget(conn, settings, user_id, actor=f"{provider}:{user_id}")
             total = sum(v for v in counts.values() if isinstance(v, int))
             return "Done.", f"Done: I forgot everything about you ({total} items deleted)."
     return "", None

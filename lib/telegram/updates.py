@@ -263,7 +263,7 @@ class TelegramUpdates:
             return "skipped", "the chat blocked the bot"
         command = parse_command(text, me.get("username"))
         if command is not None and command[0] in COMMANDS:
-            return await self._command(claim, message, sink, command[0])
+            return await self._command(claim, message, sink, *command)
         content = message_content(message)
         if content in UNREAD_CONTENT:
             await sink.finish(UNREAD_CONTENT[content])
@@ -275,7 +275,7 @@ class TelegramUpdates:
         return await self._turn(claim, message, sink, text, me)
 
     async def _command(
-        self, claim: inbox.Claim, message: Message, sink: TelegramSink, name: str
+        self, claim: inbox.Claim, message: Message, sink: TelegramSink, name: str, args: str
     ) -> tuple[str, str | None]:
         user, chat = message.from_, message.chat
 
@@ -283,7 +283,13 @@ class TelegramUpdates:
             # A turn records who wrote (name, username) itself; a command does it here.
             store.touch_profile(conn, str(user.id), user.username, display_name(user) or None)
             return run_command(
-                conn, self.settings, name=name, user_id=str(user.id), chat_id=str(chat.id), stop_running=lambda: False
+                conn,
+                self.settings,
+                name=name,
+                args=args,
+                user_id=str(user.id),
+                chat_id=str(chat.id),
+                stop_running=lambda: False,
             )
 
         reply = await self._db(command_reply)

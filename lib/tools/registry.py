@@ -1,22 +1,27 @@
 """The tools offered to the model: memory tools, bash in the sandbox, web search (with its key).
 
-Imported by the agent on a turn's first use, so the server's cold start pays for none of them;
-the sandbox's docker SDK loads only when a command actually runs.
+Imported by the agent on a turn's first use, so the server's cold start pays for none of them.
+Bash is offered per `[sandbox] enabled`; with "auto" only while a Docker engine answers (asked at
+most every 30 s, lib/sandbox/availability.py).
 """
 
 from __future__ import annotations
 
 from lib.config import Settings
 from lib.llm.types import ToolSpec
+from lib.sandbox.availability import sandbox_enabled
 from lib.tools import web_search
 from lib.tools.base import Tool, input_schema
 from lib.tools.bash import BashTool
 from lib.tools.memory_tools import TOOLS as MEMORY_TOOLS
+from lib.tools.timezone_tool import SetTimezone
 
 
 def available_tools(settings: Settings) -> list[Tool]:
     """Every tool enabled for this configuration, in a stable order."""
-    tools: list[Tool] = [*MEMORY_TOOLS, BashTool()]
+    tools: list[Tool] = [*MEMORY_TOOLS, SetTimezone()]
+    if sandbox_enabled(settings.config.sandbox):
+        tools.append(BashTool())
     if web_search.enabled(settings):
         tools.append(web_search.WebSearchTool())
     return tools
