@@ -186,7 +186,15 @@ class OpenAIProvider:
             completion = await self._client.chat.completions.create(**request_params(request))
         except _sdk_errors() as exc:
             raise map_error(exc) from exc
-        choice = completion.choices[0]
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            # A server that is not OpenAI-compatible (or streams when asked not to) gives the SDK a
+            # string or an empty body: say so rather than fail on the missing field.
+            raise LLMError(
+                f"openai: the server did not answer with a chat completion ({type(completion).__name__})",
+                provider="openai",
+            )
+        choice = choices[0]
         message = choice.message
         text = (message.content or "") + (message.refusal or "")
         content: list = [TextBlock(text)] if text else []

@@ -152,6 +152,20 @@ def test_a_model_server_that_is_down_fails_with_where_it_was_looked_for(configur
     assert "start the server at http://127.0.0.1:11434, or correct OPENAI_BASE_URL" in lines["default model"]
 
 
+def test_a_server_that_streams_when_asked_not_to_fails_the_check_instead_of_doctor(
+    configured, telegram, monkeypatch, httpx2_mock
+):
+    write(configured, HEALTHY + '[default_llm]\nprovider = "openai"\nmodel = "llama3.2"\n')
+    monkeypatch.setenv("OPENAI_BASE_URL", OLLAMA)
+    sse = 'data: {"choices": [{"index": 0, "delta": {"content": "OK"}}]}\n\ndata: [DONE]\n\n'
+    httpx2_mock.post(f"{OLLAMA}/v1/chat/completions").mock(
+        return_value=httpx.Response(200, text=sse, headers={"content-type": "text/event-stream"})
+    )
+    code, lines = doctor()
+    assert code == 1
+    assert "did not answer with a chat completion" in lines["default model"]
+
+
 def test_a_revoked_token_fails_and_the_webhook_is_not_asked(configured, respx_mock, claude):
     respx_mock.post(f"{TELEGRAM}/bot{TOKEN}/getMe").mock(
         return_value=httpx.Response(401, json=load("error_401_unauthorized.json"))
