@@ -46,6 +46,8 @@ def ash(home, api, *args: str) -> subprocess.CompletedProcess:
         TELEGRAM_BOT_TOKEN=TOKEN,
         TELEGRAM_API_BASE=api.origin,
         OPENAI_API_KEY=OPENAI_KEY,
+        # Doctor asks each model for a token: a closed loopback port, never the real API.
+        OPENAI_BASE_URL="http://127.0.0.1:9",
         DOCKER_HOST=f"unix://{home}/no-docker.sock",
     )
     return subprocess.run([str(ASH), *args], env=env, cwd=home.parent, capture_output=True, text=True, timeout=60)
