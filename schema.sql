@@ -163,6 +163,15 @@ CREATE TABLE chats (
 -- The denial cap counts the last minute's denials (lib/telegram/access.py).
 CREATE INDEX chats_denied ON chats (denied_notice_at) WHERE denied_notice_at IS NOT NULL;
 
+-- The model preset a chat picked with /model ([models.NAME]); no row means [default_llm].
+CREATE TABLE chat_models (
+    provider TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    preset TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (provider, chat_id)
+) WITHOUT ROWID;
+
 CREATE TABLE tool_executions (
     id INTEGER PRIMARY KEY,
     session_id INTEGER REFERENCES sessions (id) ON DELETE SET NULL,

@@ -71,6 +71,19 @@ class LLMConfig(_Section):
     max_tokens: Count = 4096
 
 
+class ModelPreset(LLMConfig):
+    """A `[models.NAME]` table: a model a chat may pick with /model. Provider and model are
+    required; the other keys default as in [default_llm]."""
+
+    provider: Literal["anthropic", "openai"]
+    model: str
+
+
+# Preset names are typed after /model and carried in a button's callback data (64 bytes at most).
+PRESET_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,31}")
+# /model's word for [default_llm], so no preset may take it.
+DEFAULT_PRESET = "default"
+
 # What answers when the default model fails and the file has no [fallback_llm]: used only while
 # OPENAI_API_KEY is set (lib/llm/router.py), so a local server is never asked for gpt-4o.
 IMPLICIT_FALLBACK = LLMConfig(provider="openai", model="gpt-4o")
@@ -160,6 +173,8 @@ class Config(_Section):
     default_llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     # None: the file has no [fallback_llm] (IMPLICIT_FALLBACK may answer, see there).
     fallback_llm: LLMConfig | None = None
+    # Models a chat may switch to with /model, by name ([models.NAME]).
+    models: dict[str, ModelPreset] = msgspec.field(default_factory=dict)
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     prices: dict[str, PriceConfig] = msgspec.field(default_factory=_default_prices)
     memory: MemoryConfig = msgspec.field(default_factory=MemoryConfig)
@@ -249,29 +264,72 @@ def _friendly(error: msgspec.ValidationError, raw: dict[str, Any], path: Path) -
     # msgspec says "Expected `int`, got `str` - at `$.server.port`"; name the key as TOML does.
     text = str(error)
     message, _, where = text.partition(" - at `$")
-    key = where.rstrip("`").lstrip(".")
+    parts = _key_parts(where.rstrip("`"), raw)
     if message.startswith("Object contains unknown field"):
         field = message.split("`")[1] if "`" in message else "?"
-        key = f"{key}.{field}" if key else field
-        return f"{path}: unknown key `{key}`; see config.example.toml for the keys Ash reads"
-    info = _type_at(key)
+        return f"{path}: unknown key `{_toml_key([*parts, field])}`; see config.example.toml for the keys Ash reads"
+    info = _type_at(parts)
     if message.startswith("Invalid enum value"):
         choices = _choices(info)
         if choices:
             message = f"expected one of {', '.join(choices)}, got {message.split(' ', 3)[-1]}"
     elif RANGE_ERROR.match(message):
-        message = f"expected {_range(info)}, got {_value_at(raw, key)}"
-    return f"{path}: `{key or '(top level)'}`: {message[0].lower()}{message[1:]}"
+        message = f"expected {_range(info)}, got {_value_at(raw, parts)}"
+    return f"{path}: `{_toml_key(parts) or '(top level)'}`: {message[0].lower()}{message[1:]}"
 
 
-def _type_at(key: str) -> msgspec.inspect.Type | None:
-    """The declared type of a dotted key such as `default_llm.temperature` (None if unknown)."""
+# One step of msgspec's error path: `.name`, or `[...]` / `[3]` inside a dict / list.
+PATH_STEP = re.compile(r"\.([^.\[]+)|(\[[^\]]*\])")
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key_parts(where: str, raw: dict[str, Any]) -> list[str]:
+    """msgspec's error path (`.models[...].temperature`) as the keys it names (models, fast,
+    temperature). msgspec does not say which table of a dict failed (`[...]`), so the first one
+    that does not convert on its own is named."""
+    parts: list[str] = []
+    for name, index in PATH_STEP.findall(where):
+        if name:
+            parts.append(name)
+        elif index == "[...]":
+            parts.append(_failing_entry(raw, parts))
+        elif parts:
+            parts[-1] += index  # a list position: allowed_users[2]
+    return parts
+
+
+def _failing_entry(raw: dict[str, Any], parts: list[str]) -> str:
+    """The name of the first table under the dict at `parts` that fails on its own."""
+    info = _type_at(parts)
+    tables = _value_at(raw, parts)
+    if isinstance(info, msgspec.inspect.DictType) and isinstance(tables, dict):
+        kind = info.value_type
+        if isinstance(kind, msgspec.inspect.StructType):
+            for name, table in tables.items():
+                try:
+                    msgspec.convert(table, kind.cls)
+                except msgspec.ValidationError:
+                    return name
+    return "..."
+
+
+def _toml_key(parts: list[str]) -> str:
+    """Dotted keys as TOML writes them: `prices."gpt-4.1".input`."""
+    return ".".join(part if BARE_KEY.fullmatch(part.split("[")[0]) else f'"{part}"' for part in parts)
+
+
+def _type_at(parts: list[str]) -> msgspec.inspect.Type | None:
+    """The declared type of a key such as default_llm.temperature or models.NAME.model (None if
+    unknown)."""
     info: msgspec.inspect.Type | None = msgspec.inspect.type_info(Config)
-    for part in key.split("."):
-        info = _struct_in(info)
-        if info is None:
+    for part in parts:
+        if isinstance(info, msgspec.inspect.DictType):  # `part` names one of its tables
+            info = info.value_type
+            continue
+        struct = _struct_in(info)
+        if struct is None:
             return None
-        info = next((f.type for f in info.fields if f.name == part), None)
+        info = next((f.type for f in struct.fields if f.name == part), None)
     return info
 
 
@@ -309,9 +367,9 @@ def _range(info: msgspec.inspect.Type | None) -> str:
     return f"a number of at most {high}"
 
 
-def _value_at(raw: dict[str, Any], key: str) -> Any:
+def _value_at(raw: dict[str, Any], parts: list[str]) -> Any:
     value: Any = raw
-    for part in key.split("."):
+    for part in parts:
         value = value.get(part) if isinstance(value, dict) else None
     return value
 
@@ -336,10 +394,26 @@ def _check_values(config: Config, path: Path) -> None:
         raise ConfigError(
             f"{path}: `timezone`: expected an IANA time zone name such as Europe/Berlin, got {config.timezone!r}"
         ) from None
-    for section, llm in (("default_llm", config.default_llm), ("fallback_llm", config.fallback_llm)):
+    _check_preset_names(config, path)
+    models = [("default_llm", config.default_llm), ("fallback_llm", config.fallback_llm)]
+    models += [(_toml_key(["models", name]), preset) for name, preset in config.models.items()]
+    for section, llm in models:
         if llm is not None and llm.provider == "anthropic" and llm.temperature > 1:
             raise ConfigError(
                 f"{path}: `{section}.temperature`: Anthropic accepts a number from 0 to 1, got {llm.temperature}"
+            )
+
+
+def _check_preset_names(config: Config, path: Path) -> None:
+    """A preset's name is what people type after /model."""
+    for name in config.models:
+        key = _toml_key(["models", name])
+        if name == DEFAULT_PRESET:
+            raise ConfigError(f'{path}: `{key}`: "default" means [default_llm] in /model; give the preset another name')
+        if not PRESET_NAME.fullmatch(name):
+            raise ConfigError(
+                f"{path}: `{key}`: a preset name is 1 to 32 lower-case letters, digits, '.', '-' or '_', "
+                f"starting with a letter or digit (it is typed as /model NAME), got {name!r}"
             )
 
 

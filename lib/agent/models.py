@@ -15,9 +15,10 @@ from lib.llm.types import Message, Response
 from lib.runtime import Runtime
 
 
-def router_for(runtime: Runtime) -> Router:
-    """A router over the process's provider clients (kept for the process, not per call)."""
-    return Router(runtime.settings, runtime.llm_providers)
+def router_for(runtime: Runtime, preset: str | None = None) -> Router:
+    """A router over the process's provider clients (kept for the process, not per call), asking
+    the chat's model `preset` first when it picked one."""
+    return Router(runtime.settings, runtime.llm_providers, preset=preset)
 
 
 async def record(

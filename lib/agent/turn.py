@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import msgspec
 
 from lib.agent.contract import OutputSink, ToolWatcher, TurnInput, TurnResult
+from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, speaker_name
 from lib.agent.usage import over_budget
 from lib.db import monotonic_ms
@@ -61,6 +62,8 @@ class _Prepared:
     session: Session
     system: str
     history: list[StoredMessage]
+    # The chat's /model pick; None: [default_llm].
+    preset: str | None
 
 
 def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
@@ -95,7 +98,8 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
     system = build_system_prompt(settings, turn, profile=profile, retrieved=retrieved, summary=session.summary)
     budget = history_budget(memory, system, turn.text)
     history = select_history(loaded, budget=budget, recency_window=memory.recency_window)
-    return _Prepared(session, system, history)
+    preset = chat_preset(conn, settings, turn.provider, turn.chat_id)
+    return _Prepared(session, system, history, preset)
 
 
 def _owner(turn: TurnInput) -> str:
@@ -255,7 +259,7 @@ async def run_turn(
     max_steps = settings.config.agent.max_steps
     notices: list[str] = []
     try:
-        async with router_for(runtime) as router:
+        async with router_for(runtime, prepared.preset) as router:
             for step in range(1, max_steps + 1):
                 if step > 1:
                     await sink.typing()

@@ -108,7 +108,12 @@ class ChatSession:
 
         toast, text = await asyncio.to_thread(
             lambda: run_callback(
-                self.runtime.db.conn(), self.settings, data=button.data, user_id=self.user_id, provider=CLI_PROVIDER
+                self.runtime.db.conn(),
+                self.settings,
+                data=button.data,
+                user_id=self.user_id,
+                chat_id=self.chat_id,
+                provider=CLI_PROVIDER,
             )
         )
         return text or toast

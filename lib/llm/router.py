@@ -1,7 +1,8 @@
 """Ash's one retry policy for model calls, and the switch to the fallback provider.
 
-The SDK clients never retry (`max_retries=0`). Here: retryable errors (429, 529 overloaded,
-5xx, timeouts, dropped streams) are retried with exponential backoff that honours
+The first model asked is [default_llm], or the `[models.NAME]` preset a chat picked with /model
+(`preset`). The SDK clients never retry (`max_retries=0`). Here: retryable errors (429, 529
+overloaded, 5xx, timeouts, dropped streams) are retried with exponential backoff that honours
 `retry-after`, up to `agent.llm_retries` times; then the turn switches to `fallback_llm` (or,
 when the file has none, to OpenAI's gpt-4o if OPENAI_API_KEY is set: see `fallback`).
 OpenAI's 429 `insufficient_quota` switches at once. Non-retryable errors (400, 401, 404) stop
@@ -68,16 +69,26 @@ def fallback(settings: Settings) -> LLMConfig | None:
     return IMPLICIT_FALLBACK if settings.secrets.openai_api_key else None
 
 
-def missing_key_message(settings: Settings) -> str:
+def primary(settings: Settings, preset: str | None = None) -> LLMConfig:
+    """The model asked first: the named `[models.NAME]` preset, else [default_llm]."""
+    return settings.config.default_llm if preset is None else settings.config.models[preset]
+
+
+def section(preset: str | None) -> str:
+    """The config table that names the model asked first."""
+    return "[default_llm]" if preset is None else f"[models.{preset}]"
+
+
+def missing_key_message(settings: Settings, preset: str | None = None) -> str:
     """Which variable to set so that a model can answer."""
-    default = settings.config.default_llm
-    wanted = [f"{KEY_VARIABLES[default.provider]} (for [default_llm], {default.provider})"]
+    first = primary(settings, preset)
+    wanted = [f"{KEY_VARIABLES[first.provider]} (for {section(preset)}, {first.provider})"]
     second = settings.config.fallback_llm
-    if second is not None and second.provider != default.provider:
+    if second is not None and second.provider != first.provider:
         wanted.append(f"{KEY_VARIABLES[second.provider]} (for [fallback_llm])")
     local = (
-        'set [default_llm] provider = "openai" and model = the model it serves'
-        if default.provider == "anthropic"
+        f'set {section(preset)} provider = "openai" and model = the model it serves'
+        if first.provider == "anthropic"
         else "set OPENAI_BASE_URL"
     )
     return (
@@ -86,9 +97,9 @@ def missing_key_message(settings: Settings) -> str:
     )
 
 
-def candidates(settings: Settings) -> list[LLMConfig]:
-    """The configured providers in order: default_llm, then the fallback (see `fallback`)."""
-    found = [settings.config.default_llm]
+def candidates(settings: Settings, preset: str | None = None) -> list[LLMConfig]:
+    """The configured providers in order: `primary`, then the fallback (see `fallback`)."""
+    found = [primary(settings, preset)]
     second = fallback(settings)
     if second is not None:
         found.append(second)
@@ -97,7 +108,7 @@ def candidates(settings: Settings) -> list[LLMConfig]:
         if llm not in usable:
             log.debug("%s (%s) skipped: %s is not set", llm.provider, llm.model, KEY_VARIABLES[llm.provider])
     if not usable:
-        raise LLMNotConfigured(missing_key_message(settings))
+        raise LLMNotConfigured(missing_key_message(settings, preset))
     return usable
 
 
@@ -114,16 +125,23 @@ def build_provider(settings: Settings, llm: LLMConfig, *, timeout: float = 120.0
 
 
 class Router:
-    """Calls the default model, retrying and falling back per the policy.
+    """Calls the default model (or the chat's `preset`), retrying and falling back per the policy.
 
     `clients` is the process's cache of provider clients by provider name (Runtime.llm_providers):
     a turn reuses the connection of the previous one."""
 
-    def __init__(self, settings: Settings, clients: dict[str, Provider], *, policy: RetryPolicy | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        clients: dict[str, Provider],
+        *,
+        preset: str | None = None,
+        policy: RetryPolicy | None = None,
+    ):
         self.settings = settings
         self.clients = clients
         self.policy = policy or DEFAULT_POLICY
-        self._candidates = candidates(settings)
+        self._candidates = candidates(settings, preset)
         # Once the fallback answered, later steps of the turn go straight to it.
         self._start = 0
 
@@ -172,7 +190,7 @@ class Router:
                 system=system,
                 messages=messages,
                 tools=tools,
-                # A model override (extraction_model) applies to the default provider only.
+                # A model override (extraction_model) applies to the first provider only.
                 model=model if model and index == 0 else llm.model,
                 max_tokens=max_tokens or llm.max_tokens,
                 temperature=llm.temperature,

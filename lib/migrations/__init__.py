@@ -43,6 +43,7 @@ STEPS: list[Step] = [
     _sql_step("m005_group_privacy"),
     _sql_step("m006_denials_index"),
     _sql_step("m007_denied_users"),
+    _sql_step("m008_chat_models"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

@@ -49,7 +49,14 @@ class ButtonPresses:
             await self.answer(query, ALREADY_DONE)
             return "done", f"callback {query.data}: already acted on"
         toast, new_text = await self._db(
-            lambda conn: run_callback(conn, self.settings, data=query.data or "", user_id=str(query.from_.id))
+            lambda conn: run_callback(
+                conn,
+                self.settings,
+                data=query.data or "",
+                user_id=str(query.from_.id),
+                chat_id=str(shown.chat.id) if shown is not None else None,
+                chat_type=shown.chat.type if shown is not None else "private",
+            )
         )
         await self.answer(query, toast or None)
         if new_text is None or key is None:

@@ -1,4 +1,5 @@
-"""Slash commands: /start, /help, /new, /stop, /memory, /timezone, /forget (with its confirm button).
+"""Slash commands: /start, /help, /new, /stop, /memory, /timezone, /model (lib/telegram/model_command.py),
+/forget (with its confirm button).
 
 REGISTRY is the one list of them: the processor routes by it, /help lists it, and Telegram's
 command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three,
@@ -17,6 +18,7 @@ import apsw
 
 from lib.config import Settings
 from lib.memory import store
+from lib.telegram.model_command import MODEL_PICK, model_press, model_reply
 from lib.telegram.types import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup
 
 log = logging.getLogger("ash.telegram")
@@ -38,6 +40,7 @@ REGISTRY = (
     Command("stop", "stop the answer I am writing"),
     Command("memory", "what I know about you"),
     Command("timezone", "show or set your time zone, e.g. /timezone Europe/Lisbon"),
+    Command("model", "show or switch the model that answers in this chat"),
     Command("forget", "delete everything I know about you"),
     Command("help", "what I can do"),
 )
@@ -123,9 +126,10 @@ def run_command(
     stop_running: Callable[[], bool],
     args: str = "",
     provider: str = "telegram",
+    chat_type: str = "private",
 ) -> Reply | None:
     """Answer a command (`args`: the text after its name); None when it is not one of Ash's (it then
-    goes to the agent as text). `provider` names the channel whose conversation /new closes."""
+    goes to the agent as text). `provider` names the channel of the chat /new and /model act on."""
     if name == "start":
         return Reply(START)
     if name == "help":
@@ -143,6 +147,12 @@ def run_command(
         return Reply(_describe(conn, settings, user_id))
     if name == "timezone":
         return Reply(timezone_reply(conn, settings, user_id, args))
+    if name == "model":
+        return Reply(
+            *model_reply(
+                conn, settings, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id, args=args
+            )
+        )
     if name == "forget":
         keyboard = InlineKeyboardMarkup(
             inline_keyboard=[
@@ -161,10 +171,21 @@ def run_command(
 
 
 def run_callback(
-    conn: apsw.Connection, settings: Settings, *, data: str, user_id: str, provider: str = "telegram"
+    conn: apsw.Connection,
+    settings: Settings,
+    *,
+    data: str,
+    user_id: str,
+    chat_id: str | None,
+    chat_type: str = "private",
+    provider: str = "telegram",
 ) -> tuple[str, str | None]:
-    """(toast, new text for the message) for a button press; only the asker's own buttons act.
-    `provider` names the channel in the audit log."""
+    """(toast, new text for the message) for a button press in `chat_id` (None: a message not in a
+    chat), acting only when the presser may. `provider` names the channel in the audit log."""
+    if data.startswith(MODEL_PICK) and chat_id is not None:
+        return model_press(
+            conn, settings, data=data, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id
+        )
     for prefix in (FORGET_YES, FORGET_NO):
         if data.startswith(prefix):
             if data.removeprefix(prefix) != user_id:

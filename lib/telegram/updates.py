@@ -289,6 +289,7 @@ class TelegramUpdates:
                 args=args,
                 user_id=str(user.id),
                 chat_id=str(chat.id),
+                chat_type=chat.type,
                 stop_running=lambda: False,
             )
 

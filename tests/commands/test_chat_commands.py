@@ -15,6 +15,7 @@ from lib.db import connect
 from lib.memory import store
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
     SSE,
     RecordingSleep,
     message_as_sse,
@@ -94,6 +95,27 @@ def test_forget_offers_its_buttons_as_numbered_choices(configured, httpx2_mock):
     # The audit log names the channel the person used.
     assert conn.execute("SELECT actor FROM audit_log WHERE action = 'forget_user'").fetchone() == (f"cli:{OWNER}",)
     conn.close()
+
+
+def test_model_offers_the_presets_as_numbered_choices_and_the_pick_answers_later_runs(configured, httpx2_mock):
+    write_config(
+        configured,
+        f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n'
+        '[models.mini]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n',
+    )
+    route = httpx2_mock.post(OPENAI_CHAT).mock(
+        return_value=sse_response("openai", "chat_stream_text_after_tool_result.sse")
+    )
+    runner = CliRunner()
+
+    listed = runner.invoke(cli, ["chat"], input="/model\n2\nexit\n")
+    answered = runner.invoke(cli, ["chat", "Capital of the UK?"])
+
+    assert "`default`: anthropic claude-sonnet-4-6 (current)" in listed.output
+    assert "1. ✓ default" in listed.output and "2. mini" in listed.output
+    assert "This chat now uses mini: openai gpt-4o-mini." in listed.output
+    assert answered.exit_code == 0 and answered.output == "The capital of the UK is London.\n"
+    assert request_json(route.calls.last)["model"] == "gpt-4o-mini"
 
 
 def test_user_option_talks_as_that_user_in_a_conversation_of_their_own(configured, httpx2_mock):

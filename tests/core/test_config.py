@@ -39,6 +39,7 @@ def test_example_config_is_valid_and_documents_every_section():
     for section in ("server", "telegram", "default_llm", "fallback_llm", "memory", "embeddings", "sandbox"):
         assert f"[{section}]" in text
     assert "[brave_search]" in text
+    assert "# [models.fast]" in text  # model presets: commented examples
     assert config.memory.recency_window == 10
 
 
@@ -64,6 +65,12 @@ def test_user_prices_extend_the_defaults(ash_home):
     assert "claude-sonnet-4-6" in prices
 
 
+# A valid preset, then a second one that the case adds keys to: the error names the failing one.
+PRESET = (
+    '[models.ok]\nprovider = "openai"\nmodel = "gpt-4o"\n[models.fast]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -81,6 +88,19 @@ def test_user_prices_extend_the_defaults(ash_home):
         ("[memory]\nmax_entries = 0\n", "`memory.max_entries`: expected a number of at least 1, got 0"),
         ("[brave_search]\ncount = 50\n", "`brave_search.count`: expected a number from 1 to 20, got 50"),
         ('[sandbox]\nenabled = "yes"\n', "`sandbox.enabled`: expected one of \"auto\", true, false, got 'yes'"),
+        (PRESET + "tempo = 0.1\n", "unknown key `models.fast.tempo`"),
+        (PRESET + "temperature = 3\n", "`models.fast.temperature`: expected a number from 0 to 2, got 3"),
+        (PRESET + "max_tokens = 0\n", "`models.fast.max_tokens`: expected a number of at least 1, got 0"),
+        ('[models.fast]\nprovider = "gemini"\nmodel = "m"\n', "`models.fast.provider`: expected one of"),
+        ('[models.fast]\nprovider = "openai"\n', "`models.fast`: object missing required field `model`"),
+        (
+            '[models.fast]\nprovider = "anthropic"\nmodel = "m"\ntemperature = 1.5\n',
+            "`models.fast.temperature`: Anthropic",
+        ),
+        ('[models.Fast]\nprovider = "openai"\nmodel = "m"\n', "`models.Fast`: a preset name is 1 to 32 lower-case"),
+        ('[models.default]\nprovider = "openai"\nmodel = "m"\n', '`models.default`: "default" means [default_llm]'),
+        ('[prices."gpt-4.1"]\ninptu = 1.0\n', 'unknown key `prices."gpt-4.1".inptu`'),
+        ("[prices.mine]\ninput = -1\n", "`prices.mine.input`: expected a number of at least 0, got -1"),
         ("owner = 1\n[server]\nport = 8080,\n", "line 3 is not valid TOML (expected newline or end of document"),
         ("owner = \n", "line 1 is not valid TOML (invalid value, column 9): owner ="),
     ],
@@ -102,6 +122,19 @@ def test_values_in_range_are_accepted(ash_home):
     config = load_settings().config
     assert (config.default_llm.temperature, config.default_llm.max_tokens) == (2.0, 1)
     assert config.telegram.stream_edit_interval == 0.2 and config.sandbox.enabled is False
+
+
+def test_model_presets_take_the_keys_of_default_llm_with_its_defaults(ash_home):
+    write_config(
+        ash_home,
+        '[models.mini]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+        '[models."gpt-4.1"]\nprovider = "openai"\nmodel = "gpt-4.1"\ntemperature = 1.5\nmax_tokens = 8192\n',
+    )
+    models = load_settings().config.models
+    assert list(models) == ["mini", "gpt-4.1"]
+    assert (models["mini"].provider, models["mini"].model) == ("openai", "gpt-4o-mini")
+    assert (models["mini"].temperature, models["mini"].max_tokens) == (0.7, 4096)
+    assert (models["gpt-4.1"].temperature, models["gpt-4.1"].max_tokens) == (1.5, 8192)
 
 
 def test_bad_port_in_environment(monkeypatch, ash_home):
