@@ -3,7 +3,7 @@
 Usage: DOCKER_HOST=... .venv/bin/python bench/sandbox_latency.py [--runs 20] [--image ash-sandbox:latest]
 
 Prints p50/p95/min of wall-clock time for `true` (and for a short Python command when the
-image has python3) measured three ways, all with the same limits (lib.sandbox.container_options):
+image has python3) measured three ways, all with the same limits (lib.sandbox.layout.container_options):
   warm      exec in the chat's running container (what Ash does for every command but the first)
   cold      the first command of a chat: create + start the warm container, then exec
   oneshot   one container per command: create, start, wait, read logs, remove
@@ -18,7 +18,10 @@ import time
 import uuid
 
 from lib.config import SandboxConfig
-from lib.sandbox.container import COMMAND_WRAPPER, Sandbox, connect, container_name, container_options, volume_name
+from lib.sandbox.container import Sandbox
+from lib.sandbox.engine import connect
+from lib.sandbox.layout import container_name, container_options, volume_name
+from lib.sandbox.scripts import COMMAND_WRAPPER
 
 
 def summary(name: str, samples: list[float]) -> str:

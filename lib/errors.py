@@ -103,7 +103,7 @@ class LLMNotConfigured(LLMError):
     """No API key (or base URL) is set for the configured provider."""
 
 
-# Sandbox (lib/sandbox/container.py).
+# Sandbox (lib/sandbox/).
 class DockerError(AshError):
     """The Docker Engine API failed or cannot be reached."""
 

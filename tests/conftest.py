@@ -98,7 +98,7 @@ def docker_client():
 @pytest.fixture
 def chat_keys(docker_client):
     """Fresh sandbox chat keys for a test; their containers and workspaces are removed afterwards."""
-    from lib.sandbox.container import chat_key
+    from lib.sandbox.layout import chat_key
     from tests.support.sandbox import cleanup, new_key
 
     made: list[str] = []

@@ -225,7 +225,7 @@ def check_sandbox(settings: Settings) -> list[Check]:
     import docker.errors
 
     from lib.errors import DockerError
-    from lib.sandbox.container import connect
+    from lib.sandbox.engine import connect
 
     config = settings.config.sandbox
     if config.enabled is False:

@@ -12,7 +12,7 @@ from lib.errors import DockerError
 
 
 def _client(timeout: float = 600.0):
-    from lib.sandbox.container import connect
+    from lib.sandbox.engine import connect
 
     try:
         return connect(timeout=timeout)
@@ -114,7 +114,9 @@ def status() -> None:
 @click.option("--chat", default=None, help="Telegram chat id whose sandbox and /workspace to use (default: a CLI one).")
 def exec_(command: tuple[str, ...], chat: str | None) -> None:
     """Run COMMAND in a sandbox as the bash tool would, e.g. `ash sandbox exec -- ls -la`."""
-    from lib.sandbox.container import Sandbox, chat_key, describe
+    from lib.sandbox.container import Sandbox
+    from lib.sandbox.layout import chat_key
+    from lib.sandbox.output import describe
 
     settings = settings_or_exit()
     box = Sandbox(settings.config.sandbox, client=_client(timeout=settings.config.sandbox.timeout + 30))

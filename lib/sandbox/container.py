@@ -1,11 +1,10 @@
 """Run shell commands in a locked-down Docker container, one warm container per chat.
 
-Talks to the Docker Engine API through the docker SDK (`docker.from_env()`: `DOCKER_HOST`, and
-for `tcp://` hosts `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH`). Every container has no network
-(unless `sandbox.network_disabled = false`), memory + swap, CPU and pids limits, a read-only
-root with a tmpfs `/tmp`, the chat's own `/workspace`, a non-root user, no capabilities,
-no-new-privileges and an environment built here (never `os.environ`). The Docker socket is
-never mounted into any container.
+The `Sandbox` here keeps each chat's warm container, runs commands in it and removes it when
+idle. What it is built from lives beside it: engine (the connection to the Docker engine and its
+errors), layout (names, labels, and every limit and lock-down of a container), scripts (the
+shell run inside containers), output (a command's capped output and the text the model sees),
+workspace (each chat's fixed-size `/workspace`) and image (the sandbox and tools images).
 
 Why warm containers: a command in a running container takes a fraction of a container's
 create/start/remove cycle (figures in docs/sandbox.md, from bench/sandbox_latency.py).
@@ -17,37 +16,36 @@ than `sandbox.idle_timeout` (and deletes the workspaces of chats idle longer tha
 sandbox user except the container's main process, so nothing a command starts (background
 jobs, `setsid`, double forks) outlives it. As a backstop if Ash dies, the main process exits
 after MAX_LIFETIME and `auto_remove` deletes the container.
-
-Workspaces are bounded: each chat's `/workspace` is an ext2 filesystem of
-`sandbox.workspace_limit` bytes in a sparse image file (`disk.img` in the chat's `ash-disk-*`
-volume). A short-lived maintenance container (TOOLS_IMAGE, root with CAP_SYS_ADMIN and the loop
-devices only, no network) makes the filesystem and attaches it to a loop device; the chat's
-`ash-workspace-*` volume is a `local`-driver volume that mounts that loop device
-(type=ext4, device=/dev/loopN), re-defined before every container start because the loop number
-can change (after a reboot, say). Writing past the limit fails with ENOSPC inside the container;
-the host's disk only ever holds what was written, at most the limit. Everything goes through
-the Engine API, so a remote Docker host works the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import hashlib
 import logging
 import re
 import threading
 import time
 import uuid
 import weakref
-from collections import deque
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lib.errors import DockerError
-from lib.sandbox.image import SANDBOX_ENV, SANDBOX_USER, TOOLS_IMAGE, WORKDIR, ensure_tools_image
+from lib.sandbox.engine import connect, docker_error
+from lib.sandbox.image import SANDBOX_ENV, SANDBOX_USER, WORKDIR
+from lib.sandbox.layout import (
+    CHAT_LABEL,
+    IDLE_LABEL,
+    LABEL,
+    OWNER_LABEL,
+    STARTED_LABEL,
+    container_name,
+    container_options,
+)
+from lib.sandbox.output import SIGKILL_EXIT, CommandResult, OutputCap
+from lib.sandbox.scripts import COMMAND_WRAPPER, OOM_COUNTER, REAPER
+from lib.sandbox.workspace import Workspaces, last_used
 
 if TYPE_CHECKING:
     import docker
@@ -56,270 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ash.sandbox")
 
-LABEL = "ash.sandbox"
-CHAT_LABEL = "ash.chat"
-# On a container: the idle timeout it was created with, when it started (epoch) and who made it.
-IDLE_LABEL = "ash.sandbox.idle"
-STARTED_LABEL = "ash.sandbox.started"
-OWNER_LABEL = "ash.sandbox.owner"
-# On both volumes of a workspace: the chat key. On the mount volume: when the chat was last used.
-WORKSPACE_LABEL = "ash.workspace"
-USED_LABEL = "ash.workspace.used"
-TOOLS_LABEL = "ash.sandbox.tools"
-__all__ = ["SANDBOX_ENV", "SANDBOX_USER", "TOOLS_IMAGE", "WORKDIR"]
-TMPFS = {"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"}
 # The main process only keeps the container up; Ash's sweeper removes it when idle. If Ash dies
 # it still ends after this many seconds (Ash replaces an older one before a command, never in one).
 MAX_LIFETIME = 86_400
-# Each command runs (in bash when the image has it) as the leader of its own process group; the
-# group is killed when it ends, and REAPER then kills whatever escaped the group (setsid, double
-# forks), so a fork bomb or a forgotten background job cannot starve the chat's next command.
-COMMAND_WRAPPER = """shell=sh; command -v bash >/dev/null 2>&1 && shell=bash
-setsid "$shell" -c "$1" & pid=$!
-wait "$pid"; rc=$?
-for _ in 1 2 3 4 5 6 7 8 9 10; do kill -9 -"$pid" 2>/dev/null || break; sleep 0.05; done
-exit "$rc"
-"""
-# Run after every command, as the sandbox user: stop then kill every process but PID 1 (the init
-# that reaps zombies), the main process (PID 1's first child) and itself, until none is left.
-# Shell builtins only in the loop, so it never counts its own children. Exit 3 (something is
-# still alive) or 4 (no main process found): Ash replaces the container.
-REAPER = """main=
-read -r main _ < /proc/1/task/1/children
-[ -n "$main" ] || exit 4
-round=0
-while [ "$round" -lt 30 ]; do
-  left=
-  for dir in /proc/[0-9]*; do
-    p=${dir#/proc/}
-    case "$p" in 1|"$main"|"$$") continue ;; esac
-    stat=
-    read -r stat < "$dir/stat" 2>/dev/null
-    [ -n "$stat" ] || continue
-    rest=${stat##*) }
-    case "${rest%% *}" in Z|X) continue ;; esac
-    left="$left $p"
-  done
-  [ -z "$left" ] && exit 0
-  kill -STOP $left 2>/dev/null
-  kill -KILL $left 2>/dev/null
-  round=$((round + 1))
-  sleep 0.02
-done
-exit 3
-"""
-# Maintenance, as root in TOOLS_IMAGE: `attach DIR SIZE` makes DIR/disk.img (a sparse ext2 image
-# of SIZE bytes, root owned by the sandbox user, a legacy /old volume's files copied in) on first
-# use and prints the loop device it is attached to, attaching it when it is not; `detach DIR`
-# detaches it. A loop device is recognised by the file name it was attached with (DIR is unique
-# per chat, and the sandbox cannot attach loop devices) and refused if its file was deleted.
-MAINTENANCE = """action=$1 dir=$2 size=$3 img=$2/disk.img
-fail() { echo "ASH-ERROR $*"; exit 1; }
-[ -e /dev/loop-control ] || mknod -m 600 /dev/loop-control c 10 237 || fail "no /dev/loop-control"
-node() { [ -e "$1" ] || mknod -m 600 "$1" b 7 "${1#/dev/loop}"; }
-for sys in /sys/block/loop*; do [ -e "$sys" ] && node "/dev/${sys#/sys/block/}"; done
-find_loops() {
-  for sys in /sys/block/loop*; do
-    [ -r "$sys/loop/backing_file" ] || continue
-    dev=/dev/${sys#/sys/block/}
-    name=$(losetup "$dev" 2>/dev/null) || continue
-    [ "${name#*: * }" = "$1" ] || continue
-    case "$(cat "$sys/loop/backing_file")" in *"(deleted)") continue ;; esac
-    echo "$dev"
-  done
-}
-attach() {
-  tries=0
-  while [ "$tries" -lt 50 ]; do
-    dev=$(losetup -f) && node "$dev" && losetup "$dev" "$1" 2>/dev/null && { echo "$dev"; return 0; }
-    tries=$((tries + 1)); sleep 0.1
-  done
-  return 1
-}
-if [ "$action" = detach ]; then
-  for dev in $(find_loops "$img"); do losetup -d "$dev" || fail "cannot detach $dev"; done
-  echo "ASH-DETACHED"; exit 0
-fi
-if [ ! -f "$img" ]; then
-  rm -f "$img.new"
-  truncate -s "$size" "$img.new" || fail "cannot create the image"
-  mke2fs -F -m 0 "$img.new" >/dev/null 2>&1 || fail "mke2fs failed"
-  dev=$(attach "$img.new") || fail "no free loop device"
-  mkdir -p /tmp/ws && mount -t ext4 "$dev" /tmp/ws || { losetup -d "$dev"; fail "cannot mount the new image"; }
-  rmdir /tmp/ws/lost+found
-  copied=yes
-  if [ -d /old ]; then cp -a /old/. /tmp/ws/ || copied=no; fi
-  chown 1000:1000 /tmp/ws && chmod 700 /tmp/ws
-  umount /tmp/ws; losetup -d "$dev"
-  [ "$copied" = yes ] || fail "the old workspace does not fit in the workspace limit"
-  mv "$img.new" "$img" || fail "cannot rename the image"
-fi
-dev=$(find_loops "$img" | head -n 1)
-[ -n "$dev" ] || dev=$(attach "$img") || fail "no free loop device"
-echo "ASH-LOOP $dev"
-"""
-# Capabilities of the maintenance container: make device nodes, attach and mount (SYS_ADMIN), set
-# owners, read a legacy workspace. Block major 7 is loop, char 10:237 /dev/loop-control.
-TOOLS_CAPS = ["SYS_ADMIN", "MKNOD", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"]
-TOOLS_DEVICES = ["b 7:* rwm", "c 10:237 rwm"]
-WORKSPACE_MOUNT_OPTIONS = "nosuid,nodev,discard"
-# Seconds the SDK waits for the engine to answer the first request.
-CONNECT_TIMEOUT = 10
-SIGKILL_EXIT = 137
-# cgroup v1 and v2 both count OOM kills ("oom_kill N"); the container sees its own cgroup.
-OOM_COUNTER = "cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What one command did: its (capped) output, exit code, duration and why it stopped."""
-
-    output: str
-    exit_code: int | None
-    duration: float
-    timed_out: bool = False
-    oom: bool = False
-    truncated: bool = False
-    output_bytes: int = 0
-
-
-class OutputCap:
-    """Keeps the first and last `limit // 2` bytes of a stream, counting what falls between."""
-
-    def __init__(self, limit: int):
-        self.limit = max(limit, 2)
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        """Add a chunk of output; memory stays bounded however much the command prints."""
-        self.total += len(chunk)
-        room = self.limit // 2 - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail.append(chunk)
-        self.tail_size += len(chunk)
-        keep = self.limit - self.limit // 2
-        while self.tail_size - len(self.tail[0]) >= keep:
-            self.tail_size -= len(self.tail.popleft())
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.limit
-
-    def text(self) -> str:
-        """The output, with the cut noted where the middle was dropped."""
-        tail = b"".join(self.tail)
-        if not self.truncated:
-            return (bytes(self.head) + tail).decode("utf-8", "replace")
-        keep = self.limit - self.limit // 2
-        tail = tail[-keep:]
-        cut = self.total - len(self.head) - len(tail)
-        head = bytes(self.head).decode("utf-8", "replace")
-        return f"{head}\n[... {cut} bytes of output cut; first and last {len(tail)} bytes kept ...]\n" + tail.decode(
-            "utf-8", "replace"
-        )
-
-
-def chat_key(provider: str, chat_id: str | int) -> str:
-    """A Docker-name-safe key for one chat: containers and volumes are named from it."""
-    raw = f"{provider}-{chat_id}"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", raw)
-
-
-def container_name(key: str) -> str:
-    """The warm container of a chat."""
-    return f"ash-sandbox-{key}"
-
-
-def volume_name(key: str) -> str:
-    """The chat's `/workspace` volume (its loop-mounted filesystem); no other chat's container mounts it."""
-    return f"ash-workspace-{key}"
-
-
-def disk_volume_name(key: str) -> str:
-    """The volume holding the chat's filesystem image; only maintenance containers mount it."""
-    return f"ash-disk-{key}"
-
-
-def disk_dir(key: str) -> str:
-    """Where maintenance containers mount the chat's disk volume: unique per chat, always short
-    (the loop device keeps the first 64 bytes of its file's name, by which it is found again)."""
-    return "/ash/" + hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def parse_bytes(value: str, setting: str = "sandbox.memory_limit") -> int:
-    """A Docker size such as 512m or 1g in bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", value.lower())
-    if not match:
-        raise DockerError(None, f"{setting}: expected a size such as 512m or 1g, got {value!r}")
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "_kmgt".index(unit or "_"))
-
-
-def container_options(config: SandboxConfig, key: str, command: list[str]) -> dict[str, Any]:
-    """Keyword arguments for `containers.create`: every limit and lock-down in one place."""
-    from docker.types import Mount
-
-    memory = parse_bytes(config.memory_limit)
-    options: dict[str, Any] = {
-        "image": config.image,
-        "command": command,
-        "labels": {LABEL: "1", CHAT_LABEL: key},
-        "user": SANDBOX_USER,
-        "working_dir": WORKDIR,
-        "environment": dict(SANDBOX_ENV),
-        "mem_limit": memory,
-        # Swap equal to memory means no swap at all: the limit is a real limit.
-        "memswap_limit": memory,
-        "nano_cpus": int(config.cpu_limit * 1e9),
-        "pids_limit": config.pids_limit,
-        "read_only": True,
-        "tmpfs": dict(TMPFS),
-        "mounts": [Mount(target=WORKDIR, source=volume_name(key), type="volume")],
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        # tini as PID 1 reaps zombies a command leaves behind.
-        "init": True,
-        "detach": True,
-    }
-    if config.network_disabled:
-        options["network_disabled"] = True
-        options["network_mode"] = "none"
-    return options
-
-
-def _docker_error(exc: Exception, image: str = "") -> DockerError:
-    """Map an SDK exception to DockerError with a sentence a user (or the model) can act on."""
-    import docker.errors
-
-    if isinstance(exc, DockerError):
-        return exc
-    if isinstance(exc, docker.errors.ImageNotFound) or (
-        isinstance(exc, docker.errors.APIError) and exc.status_code == 404 and "image" in str(exc).lower()
-    ):
-        return DockerError(404, f"the sandbox image {image} is missing on the Docker host; run `ash sandbox build`")
-    if isinstance(exc, docker.errors.APIError):
-        return DockerError(exc.status_code, f"Docker engine error: {exc.explanation or exc}")
-    return DockerError(None, f"cannot reach the Docker engine ({str(exc)[:200]}); start it or set DOCKER_HOST")
-
-
-def connect(timeout: float = 60.0, *, connect_timeout: float = CONNECT_TIMEOUT) -> docker.DockerClient:
-    """A docker client from the environment, or DockerError when no engine answers."""
-    import docker
-
-    try:
-        client = docker.from_env(timeout=connect_timeout)
-    except Exception as exc:
-        raise _docker_error(exc) from None
-    # Long commands stream quietly; the socket must wait longer than the command timeout.
-    client.api.timeout = timeout
-    return client
 
 
 class Sandbox:
@@ -331,14 +68,12 @@ class Sandbox:
         self._client = client
         self._lock = threading.Lock()
         self._chat_locks: dict[str, threading.Lock] = {}
-        # Loop devices are a host-wide resource: one attach at a time from this process.
-        self._attach_lock = threading.Lock()
+        self._workspaces = Workspaces(config)
         # Container id -> time.monotonic() of its last command's end (or of first sight).
         self._last_used: dict[str, float] = {}
         # Containers this instance started or ran a command in (others keep their own idle label).
         self._mine: set[str] = set()
         self._owner = uuid.uuid4().hex[:12]
-        self._tools_ready = False
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -381,7 +116,7 @@ class Sandbox:
             except DockerError:
                 raise
             except Exception as exc:
-                raise _docker_error(exc, self.config.image) from None
+                raise docker_error(exc, self.config.image) from None
 
     def _ensure_container(self, key: str) -> str:
         import docker.errors
@@ -398,7 +133,7 @@ class Sandbox:
             self._retire(container.id)
         except docker.errors.NotFound:
             pass
-        self._prepare_workspace(key)
+        self._workspaces.prepare(client, key)
         options = container_options(self.config, key, ["sleep", str(MAX_LIFETIME)])
         options["labels"].update(
             {
@@ -444,127 +179,13 @@ class Sandbox:
         self._last_used.pop(container_id, None)
         self._mine.discard(container_id)
 
-    # Workspaces: a fixed-size filesystem image per chat, loop-mounted by the `local` driver.
-
-    def _prepare_workspace(self, key: str) -> None:
-        """Make (first use) and attach the chat's filesystem, then point its mount volume at it."""
-        import docker.errors
-
-        volumes = self.client.volumes
-        legacy = False
-        try:
-            current = volumes.get(volume_name(key))
-            legacy = not (current.attrs.get("Options") or {}).get("device")
-        except docker.errors.NotFound:
-            pass
-        with self._attach_lock:
-            device = self._maintain(key, "attach", legacy=legacy)
-        self._define_mount(key, device)
-
-    def _define_mount(self, key: str, device: str) -> None:
-        """(Re)create the chat's mount volume for `device`, stamped with the time of use."""
-        import docker.errors
-
-        volumes = self.client.volumes
-        name = volume_name(key)
-        with contextlib.suppress(docker.errors.NotFound):
-            volumes.get(name).remove()
-        volumes.create(
-            name=name,
-            driver="local",
-            driver_opts={"type": "ext4", "device": device, "o": WORKSPACE_MOUNT_OPTIONS},
-            labels={WORKSPACE_LABEL: key, USED_LABEL: str(int(time.time()))},
-        )
-
-    def _mark_used(self, key: str) -> None:
-        """Stamp the chat's workspace as used now (after its container went), for the TTL sweep."""
-        import docker.errors
-
-        try:
-            volume = self.client.volumes.get(volume_name(key))
-            device = (volume.attrs.get("Options") or {}).get("device")
-            if device:
-                self._define_mount(key, device)
-        except docker.errors.APIError as exc:  # in use again, or gone: nothing to stamp
-            log.debug("workspace %s not stamped: %s", key, exc)
-
-    def _maintain(self, key: str, action: str, *, legacy: bool = False) -> str:
-        """Run MAINTENANCE in a short-lived tools container; returns the loop device (attach)."""
-        import docker.errors
-        from docker.types import Mount
-
-        client = self.client
-        if not self._tools_ready:
-            ensure_tools_image(client, progress=log.info)
-            self._tools_ready = True
-        disk = disk_volume_name(key)
-        try:
-            client.volumes.get(disk)
-        except docker.errors.NotFound:
-            if action == "detach":
-                return ""
-            client.volumes.create(name=disk, driver="local", labels={WORKSPACE_LABEL: key})
-        mounts = [Mount(target=disk_dir(key), source=disk, type="volume")]
-        if legacy:
-            mounts.append(Mount(target="/old", source=volume_name(key), type="volume", read_only=True))
-        size = parse_bytes(self.config.workspace_limit, "sandbox.workspace_limit")
-        container = client.containers.create(
-            TOOLS_IMAGE,
-            ["/bin/sh", "-c", MAINTENANCE, "sh", action, disk_dir(key), str(size)],
-            user="0:0",
-            labels={TOOLS_LABEL: "1", WORKSPACE_LABEL: key},
-            mounts=mounts,
-            cap_drop=["ALL"],
-            cap_add=list(TOOLS_CAPS),
-            device_cgroup_rules=list(TOOLS_DEVICES),
-            # Docker's AppArmor profile forbids mount(2); seccomp stays on.
-            security_opt=["apparmor=unconfined", "no-new-privileges"],
-            network_disabled=True,
-            network_mode="none",
-            environment={"PATH": SANDBOX_ENV["PATH"]},
-            mem_limit=64 * 1024 * 1024,
-            pids_limit=64,
-        )
-        try:
-            container.start()
-            status = container.wait(timeout=120).get("StatusCode")
-            output = container.logs().decode("utf-8", "replace")
-        finally:
-            with contextlib.suppress(docker.errors.APIError):
-                container.remove(force=True)
-        error = re.search(r"^ASH-ERROR (.*)$", output, re.MULTILINE)
-        if status != 0 or error:
-            reason = error.group(1) if error else output.strip()[-200:]
-            raise DockerError(None, f"the workspace of {key} could not be {action}ed: {reason}")
-        if action == "detach":
-            return ""
-        found = re.search(r"^ASH-LOOP (/dev/loop\d+)$", output, re.MULTILINE)
-        if not found:
-            raise DockerError(None, f"the workspace of {key} could not be attached: {output.strip()[-200:]}")
-        if legacy:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.volumes.get(volume_name(key)).remove()
-        return found.group(1)
-
     def remove_workspace(self, key: str) -> bool:
         """Delete a chat's container and workspace (its files are lost); whether there was one."""
         import docker.errors
 
         with contextlib.suppress(docker.errors.NotFound):
             self._retire(self.client.containers.get(container_name(key)).id)
-        had = False
-        try:
-            self.client.volumes.get(disk_volume_name(key))
-            had = True
-            with self._attach_lock:
-                self._maintain(key, "detach")
-        except docker.errors.NotFound:
-            pass
-        for name in (volume_name(key), disk_volume_name(key)):
-            with contextlib.suppress(docker.errors.NotFound):
-                self.client.volumes.get(name).remove(force=True)
-                had = True
-        return had
+        return self._workspaces.delete(self.client, key)
 
     def _exec(self, container_id: str, command: str) -> CommandResult:
         import docker.errors
@@ -692,7 +313,7 @@ class Sandbox:
         except DockerError:
             raise
         except Exception as exc:
-            raise _docker_error(exc) from None
+            raise docker_error(exc) from None
         return stopped, deleted
 
     def _sweep_containers(self, containers: list[Any]) -> int:
@@ -718,7 +339,7 @@ class Sandbox:
                 if time.monotonic() - self._last_used.get(container.id, now) < idle:
                     continue
                 self._retire(container.id)
-                self._mark_used(key)
+                self._workspaces.mark_used(self.client, key)
                 stopped += 1
                 log.info("sandbox %s removed after %.0f s idle", container.name, now - last)
             finally:
@@ -757,20 +378,7 @@ class Sandbox:
 
     def workspaces(self) -> dict[str, float]:
         """Every chat with a workspace, and when it was last used (epoch seconds)."""
-        found: dict[str, float] = {}
-        for volume in self.client.volumes.list():
-            labels = volume.attrs.get("Labels") or {}
-            key = labels.get(WORKSPACE_LABEL)
-            if key is None and volume.name.startswith("ash-workspace-"):
-                key = volume.name.removeprefix("ash-workspace-")  # a workspace from before images
-            if key is None:
-                continue
-            try:
-                used = float(labels[USED_LABEL])
-            except (KeyError, ValueError):
-                used = _created(volume.attrs.get("CreatedAt"))
-            found[key] = max(found.get(key, 0.0), used)
-        return found
+        return last_used(self.client)
 
     def prune(self, *, volumes: bool = False) -> tuple[int, int]:
         """Remove every sandbox container (and, with `volumes`, every workspace); returns the counts."""
@@ -787,7 +395,7 @@ class Sandbox:
         except DockerError:
             raise
         except Exception as exc:
-            raise _docker_error(exc) from None
+            raise docker_error(exc) from None
         return removed, gone
 
 
@@ -802,14 +410,6 @@ def _sweep_loop(ref: weakref.ref[Sandbox], stop: threading.Event, interval: floa
         except Exception as exc:
             log.warning("sandbox sweep failed: %s", exc)
         del box
-
-
-def _created(stamp: str | None) -> float:
-    """A volume's CreatedAt (RFC 3339) as epoch seconds; now when unreadable (never delete early)."""
-    try:
-        return datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return time.time()
 
 
 _SHARED: dict[bytes, Sandbox] = {}
@@ -839,23 +439,3 @@ def _exit_code(api: Any, exec_id: str) -> int | None:
             return info["ExitCode"]
         time.sleep(0.01)
     return None
-
-
-def describe(result: CommandResult, config: SandboxConfig) -> str:
-    """The text the model sees: the output, then one line on how the command ended."""
-    body = result.output if result.output else "(no output)"
-    if not body.endswith("\n"):
-        body += "\n"
-    if result.timed_out:
-        status = (
-            f"[killed: the command exceeded the {config.timeout:g} s time limit; "
-            "the sandbox was restarted, /workspace is kept]"
-        )
-    elif result.oom:
-        status = (
-            f"[killed: out of memory (limit {config.memory_limit}); exit code {result.exit_code}; "
-            "the sandbox was restarted, /workspace is kept]"
-        )
-    else:
-        status = f"[exit code {result.exit_code}]"
-    return f"{body}{status} ({result.duration:.2f} s)"

@@ -31,8 +31,8 @@ from lib.errors import DockerError
 if TYPE_CHECKING:
     import docker
 
-# Who commands run as, where, and the only environment they see (container.py re-exports these;
-# they live here so that container.py can build the tools image without an import cycle).
+# Who commands run as, where, and the only environment they see (layout.py and container.py
+# import these; they live here so that the image build needs nothing from the other modules).
 SANDBOX_USER = "1000:1000"
 WORKDIR = "/workspace"
 # Secrets live in Ash's process, never here.

@@ -47,7 +47,8 @@ class BashTool:
 
     async def execute(self, args: BashInput, context: ToolContext) -> ToolResult:
         """Run `args.command` in the sandbox of the context's chat."""
-        from lib.sandbox.container import chat_key, describe
+        from lib.sandbox.layout import chat_key
+        from lib.sandbox.output import describe
 
         command = args.command.strip()
         if not command:

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from lib.config import load_settings
-from lib.sandbox.container import Sandbox, chat_key, container_name, volume_name
+from lib.sandbox.container import Sandbox
+from lib.sandbox.layout import chat_key, container_name, volume_name
 from lib.tools.base import ToolContext
 from lib.tools.bash import BashInput, BashTool
 from tests.support.sandbox import cleanup, small_config

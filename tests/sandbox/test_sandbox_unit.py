@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from lib.commands.cli import cli
 from lib.config import SandboxConfig
-from lib.sandbox.container import SANDBOX_ENV, OutputCap, chat_key, container_options, parse_bytes, volume_name
+from lib.sandbox.image import SANDBOX_ENV
+from lib.sandbox.layout import chat_key, container_options, parse_bytes, volume_name
+from lib.sandbox.output import OutputCap
 from lib.tools.base import ToolContext
 from lib.tools.bash import BashInput, BashTool
 

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from lib.sandbox.container import Sandbox, container_name, disk_volume_name, volume_name
+from lib.sandbox.container import Sandbox
+from lib.sandbox.layout import container_name, disk_volume_name, volume_name
 from tests.support.sandbox import small_config
 
 pytestmark = pytest.mark.docker
