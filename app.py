@@ -5,6 +5,7 @@ from litestar import Litestar
 from handlers.admin_backup import admin_backup
 from handlers.admin_export import admin_export
 from handlers.admin_memories import create_memory, delete_memory, list_memories
+from handlers.admin_schedules import cancel_schedule, list_schedules
 from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
@@ -33,6 +34,8 @@ with without_pydantic_plugin():
             get_user,
             put_user_notes,
             deny_user,
+            list_schedules,
+            cancel_schedule,
             admin_export,
             admin_backup,
         ],

@@ -188,7 +188,8 @@ CREATE TABLE tool_executions (
 CREATE INDEX tool_executions_session ON tool_executions (session_id, created_at);
 
 -- Telegram updates as received, keyed by (bot id, update_id): a repeat delivery is a no-op.
--- chat_key orders work: one chat's updates run one at a time in update_id order.
+-- chat_key orders work: one chat's updates run one at a time in update_id order. Fired
+-- scheduled tasks are queued here too (kind 'scheduled', see `follows`).
 CREATE TABLE inbox (
     bot_id INTEGER NOT NULL,
     update_id INTEGER NOT NULL,
@@ -209,12 +210,18 @@ CREATE TABLE inbox (
     reply_message_ids TEXT NOT NULL DEFAULT '[]',
     received_at TEXT NOT NULL,
     done_at TEXT,
+    -- Work Ash queued itself (a fired scheduled task, update_id < 0, a space Telegram never
+    -- uses): the highest Telegram update_id stored when it was queued. It runs after those.
+    follows INTEGER,
     PRIMARY KEY (bot_id, update_id)
 );
 CREATE INDEX inbox_work ON inbox (status, chat_key, update_id);
 -- Only the open rows: claiming costs the same however many finished rows the inbox holds.
 CREATE INDEX inbox_open ON inbox (bot_id, update_id) WHERE status IN ('pending', 'claimed');
-CREATE INDEX inbox_open_chat ON inbox (bot_id, chat_key, update_id) WHERE status IN ('pending', 'claimed');
+-- A chat's open rows in the order they run: by coalesce(follows, update_id), then update_id
+-- descending (a Telegram update before the work queued after it; queued work oldest first).
+CREATE INDEX inbox_open_chat ON inbox (bot_id, chat_key, coalesce(follows, update_id))
+    WHERE status IN ('pending', 'claimed');
 CREATE INDEX inbox_done ON inbox (done_at) WHERE done_at IS NOT NULL;
 
 CREATE TABLE usage (
@@ -247,4 +254,53 @@ CREATE TABLE extraction_queue (
     user_id TEXT PRIMARY KEY,
     due_at REAL NOT NULL,
     through_message_id INTEGER NOT NULL
+);
+
+-- Reminders and scheduled tasks (lib/schedule), fired through the inbox.
+-- A task belongs to the person who made it (user_id) and writes to the chat, and forum topic,
+-- it was made in. next_run_at is Unix seconds (REAL, like the inbox's leases); NULL once the
+-- task is done or cancelled. The partial index holds only active tasks ordered by when they
+-- are due, so finding the due ones costs the same however many tasks exist.
+CREATE TABLE schedules (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    chat_type TEXT NOT NULL DEFAULT 'private',
+    message_thread_id INTEGER,
+    direct_messages_topic_id INTEGER,
+    kind TEXT NOT NULL CHECK (kind IN ('once', 'interval', 'cron')),
+    -- once: the time; interval: the first run (runs fall on starts_at + k * interval_seconds);
+    -- cron: when it was made.
+    starts_at REAL NOT NULL,
+    interval_seconds INTEGER CHECK (interval_seconds IS NULL OR interval_seconds > 0),
+    cron TEXT,
+    timezone TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('message', 'prompt')),
+    text TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'done', 'cancelled')),
+    next_run_at REAL,
+    last_run_at REAL,
+    run_count INTEGER NOT NULL DEFAULT 0,
+    max_runs INTEGER CHECK (max_runs IS NULL OR max_runs > 0),
+    ends_at REAL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    CHECK ((kind = 'interval') = (interval_seconds IS NOT NULL)),
+    CHECK ((kind = 'cron') = (cron IS NOT NULL))
+);
+CREATE INDEX schedules_due ON schedules (next_run_at) WHERE status = 'active';
+CREATE INDEX schedules_chat ON schedules (chat_id, id) WHERE status = 'active';
+CREATE INDEX schedules_user ON schedules (user_id, status);
+
+-- One row per (task, scheduled time), written in the transaction that advances the task and
+-- queues its work, so a time is fired once whatever runs concurrently. AUTOINCREMENT: a run's
+-- id becomes its inbox row's update_id (negated), and must never be handed out twice.
+CREATE TABLE schedule_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    schedule_id INTEGER NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+    scheduled_for REAL NOT NULL,
+    fired_at REAL NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('queued', 'sent', 'skipped', 'missed', 'failed')),
+    note TEXT,
+    UNIQUE (schedule_id, scheduled_for)
 );

@@ -1,4 +1,5 @@
-"""`POST /admin/tick`: run the update processor's sweep now (an external cron may call it)."""
+"""`POST /admin/tick`: fire due scheduled tasks and run the update processor's sweep now (an external
+cron may call it)."""
 
 from litestar import Request, post
 from litestar.exceptions import ServiceUnavailableException
@@ -9,8 +10,10 @@ from lib.web.state import get_services
 
 @post("/admin/tick", guards=[admin_guard], status_code=200)
 async def admin_tick(request: Request) -> dict:
-    """Release stale claims, prune old inbox rows and start pending updates; returns the inbox counts."""
-    processor = get_services(request.app).processor
-    if processor is None:
+    """Fire due scheduled tasks, release stale claims, prune old inbox rows and start pending
+    updates; returns the inbox counts (and how many scheduled runs were queued)."""
+    services = get_services(request.app)
+    if services.processor is None:
         raise ServiceUnavailableException("the update processor is not running")
-    return await processor.tick()
+    scheduled = await services.scheduler.tick() if services.scheduler is not None else 0
+    return {**await services.processor.tick(), "scheduled": scheduled}

@@ -62,11 +62,13 @@ class PeopleOut(msgspec.Struct):
 
 
 class DeniedOut(msgspec.Struct):
-    """A denial: the entry, the id it holds, and whether config.toml still lists them (it loses)."""
+    """A denial: the entry, the id it holds, whether config.toml still lists them (it loses), and
+    how many scheduled tasks of theirs were removed."""
 
     entry: str
     user_id: str | None
     in_config: bool
+    schedules_removed: int = 0
 
 
 class NotesIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -126,4 +128,6 @@ def deny_user(request: Request, user_id: FromPath[str]) -> DeniedOut:
     except OwnerProtected as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
     store.audit(conn, "admin", "deny", done.entry)
-    return DeniedOut(entry=done.entry, user_id=done.user_id, in_config=done.in_config)
+    return DeniedOut(
+        entry=done.entry, user_id=done.user_id, in_config=done.in_config, schedules_removed=done.schedules_removed
+    )

@@ -164,6 +164,16 @@ class BraveSearchConfig(_Section):
     count: BraveCount = 5
 
 
+class SchedulerConfig(_Section):
+    # Seconds a missed run (Ash was not running at its time) may be late and still run, with a
+    # note that it is late; a later one is skipped and logged.
+    max_lateness: NonNegative = 21600.0
+    # Active scheduled tasks one person may have.
+    max_jobs_per_user: Count = 50
+    # Seconds between runs of a task that runs a prompt: each run is a turn of the model.
+    min_prompt_interval: Positive = 3600.0
+
+
 class Config(_Section):
     owner: int | None = None
     timezone: str = "UTC"
@@ -181,6 +191,7 @@ class Config(_Section):
     embeddings: EmbeddingsConfig = msgspec.field(default_factory=EmbeddingsConfig)
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     brave_search: BraveSearchConfig = msgspec.field(default_factory=BraveSearchConfig)
+    scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
 
 
 class Secrets(msgspec.Struct, kw_only=True):

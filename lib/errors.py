@@ -138,6 +138,12 @@ class RelayStopped(AshError):
     """The relay cannot go on without the operator (a webhook is set, the token or secret is wrong)."""
 
 
+# Reminders and scheduled tasks (lib/schedule).
+class ScheduleError(AshError, ValueError):
+    """A scheduled task cannot be made or changed as asked; the message says why and what to do
+    instead (the model, the CLI and the admin API show it as it is)."""
+
+
 # Embeddings (lib/memory/embeddings.py).
 class EmbeddingError(AshError):
     """The embedding model cannot be loaded or the embedding service failed."""

@@ -27,6 +27,9 @@ class TurnInput:
     display_name: str | None = None
     images: tuple[Image, ...] = ()
     update_id: int | None = None
+    # Where in the chat it was written: its forum topic, or its channel direct-messages topic.
+    message_thread_id: int | None = None
+    direct_messages_topic_id: int | None = None
 
 
 class OutputSink(Protocol):

@@ -12,6 +12,7 @@ import asyncio
 import html
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -206,9 +207,11 @@ async def run_turn(
     *,
     housekeeper: MemoryService | None = None,
     tool_watcher: ToolWatcher | None = None,
+    on_schedule_change: Callable[[], None] | None = None,
 ) -> TurnResult:
     """Answer one user message, streaming into `sink` (and each tool run into `tool_watcher`, when
-    given); persists the exchange.
+    given); persists the exchange. `on_schedule_change` is told when a tool made or cancelled a
+    scheduled task (the server's scheduler re-arms its timer).
 
     With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
     after, off the reply path; without one (`ash chat`) they are computed here. Full-text search
@@ -235,9 +238,13 @@ async def run_turn(
         provider=turn.provider,
         is_owner=is_owner(settings, turn),
         memory_owner=_owner(turn),
+        chat_type=turn.chat_type,
+        message_thread_id=turn.message_thread_id,
+        direct_messages_topic_id=turn.direct_messages_topic_id,
         settings=settings,
         db=runtime.db,
         http=runtime.http,
+        on_schedule_change=on_schedule_change,
     )
     messages = [*_history_messages(prepared.history), _user_message(turn)]
     result = TurnResult(text="")

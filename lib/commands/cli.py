@@ -24,6 +24,7 @@ COMMANDS = {
     "memory": ("memory", "memory"),
     "sessions": ("sessions", "sessions"),
     "usage": ("usage", "usage"),
+    "schedule": ("schedule", "schedule"),
     "webhook": ("webhook", "webhook"),
     "sandbox": ("sandbox", "sandbox"),
     "backup": ("backup", "backup"),

@@ -47,7 +47,8 @@ def users_allow(entry: str) -> None:
 @users.command("deny")
 @click.argument("entry")
 def users_deny(entry: str) -> None:
-    """Take access away from a user by numeric id or @username; what Ash knows about them is kept.
+    """Take access away from a user by numeric id or @username; what Ash knows about them is kept,
+    the tasks they scheduled are removed.
 
     The denial wins over config.toml's allowed_users until `ash users allow` lets them in again.
     The owner cannot be denied."""
@@ -64,6 +65,8 @@ def users_deny(entry: str) -> None:
         conn.close()
     pinned = f" (user {done.user_id})" if done.user_id and done.user_id != done.entry else ""
     click.echo(f"denied {done.entry}{pinned}: Ash no longer answers them; their data is kept")
+    if done.schedules_removed:
+        click.echo(f"removed the {done.schedules_removed} scheduled task(s) they had made")
     if done.in_config:
         click.echo("config.toml still lists them in allowed_users; the denial wins until you allow them again")
 

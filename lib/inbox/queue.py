@@ -3,6 +3,8 @@
 Every state change is one conditional UPDATE, so two server processes on one database never
 claim the same update and never run two updates of one chat at once. A claim is a lease:
 the holder renews it while a turn runs; once it expires anyone may take the update over.
+Work Ash queues itself (a fired scheduled task) is a row like any other, with an update_id of
+its own space (enqueue_own), so it gets the same guarantees.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ UNANSWERED_KINDS = frozenset(
     }
 )
 
+# Work a scheduled task queued when it fell due (lib/inbox/scheduler.py).
+SCHEDULED = "scheduled"
+
 STORE_SQL = """
 INSERT OR IGNORE INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at, status, done_at, last_error)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -61,6 +66,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 # claimed under a live lease therefore offers nothing. One statement: atomic across processes.
 # INDEXED BY pins the partial indexes of open rows (m004): the planner would otherwise walk the
 # primary key through every finished row.
+#
+# "Earlier" is the chat's running order (m009): by coalesce(follows, update_id), then by
+# update_id descending. A Telegram update's position is its update_id; work Ash queued itself
+# (update_id < 0) takes the position of the last Telegram update stored before it, so it runs
+# after what its chat had received, before what arrives next, and never beside either.
 CLAIM_SQL = """
 UPDATE inbox SET status = 'claimed', claimed_by = :worker, lease_until = :lease, attempts = attempts + 1
 WHERE bot_id = :bot AND update_id = (
@@ -72,13 +82,24 @@ WHERE bot_id = :bot AND update_id = (
       )
       AND NOT EXISTS (
         SELECT 1 FROM inbox AS e INDEXED BY inbox_open_chat
-        WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key AND e.update_id < i.update_id
+        WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
+          AND coalesce(e.follows, e.update_id) <= coalesce(i.follows, i.update_id)
+          AND (coalesce(e.follows, e.update_id) < coalesce(i.follows, i.update_id) OR e.update_id > i.update_id)
           AND e.status IN ('pending', 'claimed')
       )
     ORDER BY i.update_id
     LIMIT 1
 )
 RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, reply_message_ids, received_at
+"""
+
+# Work Ash queues itself: see CLAIM_SQL for where it runs. Not OR IGNORE: an id already taken
+# is a bug to raise, never a row to drop.
+ENQUEUE_OWN_SQL = """
+INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at, follows)
+VALUES (:bot, :update_id, :chat_key, :kind, :payload, :now, coalesce((
+    SELECT update_id FROM inbox WHERE bot_id = :bot AND update_id >= 0 ORDER BY update_id DESC LIMIT 1
+), 0))
 """
 
 # Updates Ash never answers (channel posts, edits, ...) are skipped in bulk rather than claimed
@@ -184,6 +205,21 @@ def store_params(
 def store(conn: apsw.Connection, bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes) -> bool:
     """Keep an update; False when (bot_id, update_id) was already stored (a repeat delivery)."""
     return write(conn, STORE_SQL, store_params(bot_id, update_id, chat_key, kind, payload, now_iso())) > 0
+
+
+def enqueue_own(conn: apsw.Connection, bot_id: int, own_id: int, chat_key: str, kind: str, payload: bytes) -> int:
+    """Queue work Ash made itself behind everything its chat has received; returns its update_id.
+
+    `own_id` is a positive number never handed out twice (a schedule run's id); the row's
+    update_id is its negative. Telegram's update_ids are never negative (the webhook refuses
+    them), so the two spaces never meet: a made-up id in Telegram's sequential space would one
+    day be taken by a real update, which would then be dropped as a repeat. Runs inside the
+    caller's transaction."""
+    if own_id <= 0:
+        raise ValueError(f"own ids are positive, got {own_id}")
+    params = {"bot": bot_id, "update_id": -own_id, "chat_key": chat_key, "kind": kind, "payload": payload}
+    conn.execute(ENQUEUE_OWN_SQL, {**params, "now": now_iso()})
+    return -own_id
 
 
 def claim(

@@ -44,6 +44,7 @@ STEPS: list[Step] = [
     _sql_step("m006_denials_index"),
     _sql_step("m007_denied_users"),
     _sql_step("m008_chat_models"),
+    _sql_step("m009_schedules"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

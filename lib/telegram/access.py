@@ -151,11 +151,13 @@ class Allowed:
 @dataclass(frozen=True)
 class Denied:
     """What `deny` did: the normalised entry, the id it holds (an @name's pinned id, if known),
-    and whether config.toml still lists the person (the denial wins over it)."""
+    whether config.toml still lists the person (the denial wins over it), and how many of their
+    scheduled tasks were removed."""
 
     entry: str
     user_id: str | None
     in_config: bool
+    schedules_removed: int = 0
 
 
 def _pinned_id(conn: apsw.Connection, key: str) -> str | None:
@@ -187,8 +189,11 @@ def allow(conn: apsw.Connection, entry: str | int, source: str = "cli") -> Allow
 
 
 def deny(conn: apsw.Connection, settings: Settings, entry: str | int, source: str = "cli") -> Denied:
-    """Take a user's access away (numeric id or @username, validated); their data is kept.
+    """Take a user's access away (numeric id or @username, validated); their data is kept, but
+    the tasks they scheduled are removed (they would go on writing for someone denied).
     OwnerProtected for the owner."""
+    from lib.schedule.store import delete_user
+
     key = parse_entry(entry)
     with immediate(conn):
         user_id = _pinned_id(conn, key)
@@ -199,7 +204,8 @@ def deny(conn: apsw.Connection, settings: Settings, entry: str | int, source: st
         conn.execute(DENY_SQL, {"entry": key, "user_id": user_id, "source": source, "now": now})
         if user_id is not None and user_id != key:
             conn.execute(DENY_SQL, {"entry": user_id, "user_id": user_id, "source": source, "now": now})
-    return Denied(key, user_id, bool({key, user_id} & _configured(settings)))
+        removed = delete_user(conn, user_id) if user_id is not None else 0
+    return Denied(key, user_id, bool({key, user_id} & _configured(settings)), removed)
 
 
 def listing(conn: apsw.Connection, settings: Settings) -> list[dict]:

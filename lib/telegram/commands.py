@@ -1,5 +1,5 @@
 """Slash commands: /start, /help, /new, /stop, /memory, /timezone, /model (lib/telegram/model_command.py),
-/forget (with its confirm button).
+/reminders (lib/telegram/reminders_command.py), /forget (with its confirm button).
 
 REGISTRY is the one list of them: the processor routes by it, /help lists it, and Telegram's
 command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three,
@@ -19,6 +19,8 @@ import apsw
 from lib.config import Settings
 from lib.memory import store
 from lib.telegram.model_command import MODEL_PICK, model_press, model_reply
+from lib.telegram.reminders_command import CANCEL as REMINDER_CANCEL
+from lib.telegram.reminders_command import reminders_press, reminders_reply
 from lib.telegram.types import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup
 
 log = logging.getLogger("ash.telegram")
@@ -41,6 +43,7 @@ REGISTRY = (
     Command("memory", "what I know about you"),
     Command("timezone", "show or set your time zone, e.g. /timezone Europe/Lisbon"),
     Command("model", "show or switch the model that answers in this chat"),
+    Command("reminders", "the reminders and scheduled tasks of this chat, with buttons to cancel"),
     Command("forget", "delete everything I know about you"),
     Command("help", "what I can do"),
 )
@@ -109,11 +112,14 @@ def timezone_reply(conn: apsw.Connection, settings: Settings, user_id: str, zone
 
 
 def forget(conn: apsw.Connection, settings: Settings, user_id: str, actor: str) -> dict:
-    """Delete what Ash knows about the user, including the raw updates they sent."""
+    """Delete what Ash knows about the user, including the raw updates they sent and the tasks
+    they scheduled."""
     from lib.inbox.queue import scrub_user
     from lib.memory.forget import forget_user
+    from lib.schedule.store import delete_user
 
-    return forget_user(conn, settings, user_id, actor, erasers={"telegram_updates": scrub_user})
+    erasers = {"telegram_updates": scrub_user, "schedules": delete_user}
+    return forget_user(conn, settings, user_id, actor, erasers=erasers)
 
 
 def run_command(
@@ -153,6 +159,10 @@ def run_command(
                 conn, settings, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id, args=args
             )
         )
+    if name == "reminders":
+        return Reply(
+            *reminders_reply(conn, settings, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id)
+        )
     if name == "forget":
         keyboard = InlineKeyboardMarkup(
             inline_keyboard=[
@@ -163,7 +173,8 @@ def run_command(
             ]
         )
         return Reply(
-            "This deletes our conversations, the facts I saved about you and your profile. It cannot be undone. "
+            "This deletes our conversations, the facts I saved about you, your profile and your scheduled tasks. "
+            "It cannot be undone. "
             "Are you sure?",
             keyboard,
         )
@@ -186,6 +197,8 @@ def run_callback(
         return model_press(
             conn, settings, data=data, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id
         )
+    if data.startswith(REMINDER_CANCEL) and chat_id is not None:
+        return reminders_press(conn, settings, data=data, provider=provider, chat_id=chat_id, user_id=user_id)
     for prefix in (FORGET_YES, FORGET_NO):
         if data.startswith(prefix):
             if data.removeprefix(prefix) != user_id:

@@ -16,7 +16,9 @@ from lib.telegram.types import UPDATE_DECODER, UPDATE_ID_DECODER
 
 log = logging.getLogger("ash.webhook")
 
-# SQLite integers are signed 64-bit; a larger update_id cannot be a real one.
+# SQLite integers are signed 64-bit; a larger update_id cannot be a real one. Telegram's start
+# from a positive number and count up; negative ones are Ash's own (lib/inbox/queue.py
+# enqueue_own), so an update claiming one is refused rather than stored in their place.
 MAX_UPDATE_ID = 2**63 - 1
 
 
@@ -48,8 +50,8 @@ def parse(body: bytes) -> tuple[int, str | None, str, str | None]:
             raise Rejected(400, "body is not a JSON object with an integer update_id") from None
         # Stored anyway (Telegram must not retry it forever), already skipped: see inbox.UNANSWERED_KINDS.
         chat_key, kind = None, "unknown"
-    if not -MAX_UPDATE_ID <= update_id <= MAX_UPDATE_ID:
-        raise Rejected(400, "update_id out of range")
+    if not 0 <= update_id <= MAX_UPDATE_ID:
+        raise Rejected(400, "update_id out of range (Telegram's are whole numbers from 0 up)")
     return update_id, chat_key, kind, why
 
 

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -36,6 +36,9 @@ from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
 from lib.telegram.placement import CHAT, GROUP_TYPES, Placement, answer_placement
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
+
+if TYPE_CHECKING:
+    from lib.telegram.scheduled import ScheduledRuns
 
 log = logging.getLogger("ash.processor")
 
@@ -84,6 +87,7 @@ class TelegramUpdates:
         self._me: dict | None = None
         self._me_at = 0.0
         self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
+        self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
         self.worker_id = worker_id
 
@@ -95,6 +99,15 @@ class TelegramUpdates:
                 self.runtime.http, self.settings.secrets.telegram_bot_token, self.settings.secrets.telegram_api_base
             )
         return self._client
+
+    @property
+    def scheduled(self) -> ScheduledRuns:
+        """What runs fired scheduled tasks; loaded with the first one (cold start does without)."""
+        if self._scheduled is None:
+            from lib.telegram.scheduled import ScheduledRuns
+
+            self._scheduled = ScheduledRuns(self._db, self.settings, sink_for=self._sink, runner=self.runner)
+        return self._scheduled
 
     @property
     def answering(self) -> bool:
@@ -128,7 +141,7 @@ class TelegramUpdates:
     async def handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""
         try:
-            status, note = await self._handle(claim)
+            status, note = await (self.scheduled.run(claim) if claim.kind == inbox.SCHEDULED else self._handle(claim))
         except Forbidden as exc:
             # Blocked or kicked: a retry cannot help, and the chat is marked so nothing more is sent.
             log.info("chat %s blocked the bot: %s", claim.chat_key, exc.message)
@@ -148,7 +161,6 @@ class TelegramUpdates:
         sender (the owner may stop any turn)."""
         try:
             stop = UPDATE_DECODER.decode(stop_payload).message
-            turn = UPDATE_DECODER.decode(running.payload).message
         except (msgspec.DecodeError, RecursionError):
             return False
         if stop is None or stop.from_ is None or stop.from_.is_bot:
@@ -168,7 +180,18 @@ class TelegramUpdates:
         owner = self.settings.config.owner
         if owner is not None and str(owner) == str(sender.id):
             return True
-        return turn is not None and turn.from_ is not None and turn.from_.id == sender.id
+        return await self._asker(running) == str(sender.id)
+
+    async def _asker(self, claim: inbox.Claim) -> str | None:
+        """Whose turn a claim runs: the sender of its message, or the maker of a scheduled task."""
+        if claim.kind == inbox.SCHEDULED:
+            job = (await self.scheduled.job_of(claim))[1]
+            return job.user_id if job is not None else None
+        try:
+            message = UPDATE_DECODER.decode(claim.payload).message
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        return str(message.from_.id) if message is not None and message.from_ is not None else None
 
     async def stopped(self, claim: inbox.Claim) -> None:
         """/stop cancelled this chat's running turn: say so where the question was asked."""
@@ -177,7 +200,9 @@ class TelegramUpdates:
     async def gave_up(self, claim: inbox.Claim) -> None:
         """Every attempt failed: say so once, so the person knows to send it again. A button
         press gets no such notice: its toast was already shown."""
-        if claim.kind in MESSAGE_KINDS and self.client is not None:
+        if claim.kind == inbox.SCHEDULED and self.client is not None:
+            await self.scheduled.gave_up(claim, self.client)
+        elif claim.kind in MESSAGE_KINDS and self.client is not None:
             tries = "I tried once" if claim.attempts == 1 else f"I tried {claim.attempts} times"
             await self._notice(claim, FAILED.format(tries=tries))
 
@@ -185,13 +210,21 @@ class TelegramUpdates:
         """A short notice about a message's answer, in its chat, topic and reply thread."""
         if claim.chat_key is None:
             return
+        with contextlib.suppress(TelegramError):
+            await self.client.send_message(int(claim.chat_key), text, placement=await self._claim_placement(claim))
+
+    async def _claim_placement(self, claim: inbox.Claim) -> Placement:
+        """Where notices about a claim go: its message's topic and thread, or its task's topic."""
+        if claim.kind == inbox.SCHEDULED:
+            from lib.telegram.scheduled import placement_of
+
+            job = (await self.scheduled.job_of(claim))[1]
+            return placement_of(job) if job is not None else CHAT
         try:
             message = UPDATE_DECODER.decode(claim.payload).message
         except (msgspec.DecodeError, RecursionError):
-            message = None
-        with contextlib.suppress(TelegramError):
-            placement = await self._placement(message) if message is not None else CHAT
-            await self.client.send_message(int(claim.chat_key), text, placement=placement)
+            return CHAT
+        return await self._placement(message) if message is not None else CHAT
 
     async def _handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""
@@ -219,7 +252,11 @@ class TelegramUpdates:
             await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker_id, str(chat_id), message_ids)
 
         async def migrated(new_chat_id: int) -> None:
+            from lib.schedule.store import move_chat
+
             await self._db(access.mark_migrated, chat_id, new_chat_id)
+            # The group's scheduled tasks follow it to its new id.
+            await self._db(move_chat, chat_id, new_chat_id, time.time())
 
         return TelegramSink(
             self.client,
@@ -323,6 +360,8 @@ class TelegramUpdates:
             display_name=display_name(user) or None,
             images=tuple(images),
             update_id=claim.update_id,
+            message_thread_id=sink.placement.message_thread_id,
+            direct_messages_topic_id=sink.placement.direct_messages_topic_id,
         )
         await sink.typing()
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -28,12 +29,19 @@ class ToolContext:
     # Whose memory the memory tools read and write: the person's own, or in a group the
     # group's (lib/memory/scope.py); None means `user_id`'s.
     memory_owner: str | None = None
+    # Where in the chat the turn is (so a task scheduled from a forum topic writes there).
+    chat_type: str = "private"
+    message_thread_id: int | None = None
+    direct_messages_topic_id: int | None = None
     settings: Settings = field(kw_only=True)
     db: Database | None = field(default=None, kw_only=True)
     # The process's HTTP client; None builds a short-lived one (tests, one-shot commands).
     http: httpx.AsyncClient | None = field(default=None, kw_only=True)
     # The sandbox to run commands in; None means the process's shared one for settings.sandbox.
     sandbox: Sandbox | None = field(default=None, kw_only=True)
+    # Told when a scheduled task was made or cancelled, so the server's timer re-arms at once
+    # (None outside the server: its next tick finds the change).
+    on_schedule_change: Callable[[], None] | None = field(default=None, kw_only=True)
 
     @property
     def memory(self) -> str:

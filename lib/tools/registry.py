@@ -14,12 +14,13 @@ from lib.tools import web_search
 from lib.tools.base import Tool, input_schema
 from lib.tools.bash import BashTool
 from lib.tools.memory_tools import TOOLS as MEMORY_TOOLS
+from lib.tools.schedule_tools import TOOLS as SCHEDULE_TOOLS
 from lib.tools.timezone_tool import SetTimezone
 
 
 def available_tools(settings: Settings) -> list[Tool]:
     """Every tool enabled for this configuration, in a stable order."""
-    tools: list[Tool] = [*MEMORY_TOOLS, SetTimezone()]
+    tools: list[Tool] = [*MEMORY_TOOLS, SetTimezone(), *SCHEDULE_TOOLS]
     if sandbox_enabled(settings.config.sandbox):
         tools.append(BashTool())
     if web_search.enabled(settings):

@@ -2,7 +2,8 @@
 
 This is the one place that knows how the parts fit together: the inbox worker is handed the
 Telegram update handler, which is handed the agent's turn, which is handed the memory service
-to tell about new turns; the memory service is handed the function that asks a model.
+to tell about new turns and the scheduler to tell about new scheduled tasks; the memory service
+is handed the function that asks a model; the scheduler is handed the worker's wake-up.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ log = logging.getLogger("ash")
 # Seconds after start-up before the command menu is checked: it is not urgent, and the first
 # moments belong to answering Telegram after a deploy (cold start).
 MENU_DELAY = 2.0
+# Seconds after start-up before the scheduler loads (~10 ms of imports) and fires what fell due
+# while the server was down: late already, those runs can wait that long for the first answer.
+SCHEDULER_DELAY = 0.5
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -69,9 +73,27 @@ def agent_turn(runtime: Runtime, services: Services) -> Runner:
     async def run(turn: TurnInput, sink: TelegramSink) -> TurnResult:
         from lib.agent.turn import run_turn
 
-        return await run_turn(runtime, turn, sink, housekeeper=services.memory)
+        return await run_turn(
+            runtime, turn, sink, housekeeper=services.memory, on_schedule_change=lambda: schedule_changed(services)
+        )
 
     return run
+
+
+def schedule_changed(services: Services) -> None:
+    """A task was made or cancelled: the scheduler re-arms its timer (if it runs yet)."""
+    if services.scheduler is not None:
+        services.scheduler.kick()
+
+
+async def start_scheduler(runtime: Runtime, services: Services, delay: float = SCHEDULER_DELAY) -> None:
+    """Fire scheduled tasks into the inbox, waking the update processor for them."""
+    await asyncio.sleep(delay)
+    from lib.inbox.scheduler import Scheduler
+
+    scheduler = Scheduler(runtime.db, runtime.settings, runtime.settings.bot_id, wake=services.processor.kick)
+    await scheduler.start()
+    services.scheduler = scheduler
 
 
 def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
@@ -109,15 +131,19 @@ async def start_services(runtime: Runtime, services: Services) -> None:
     await services.memory.start()
     if runtime.settings.secrets.telegram_bot_token:
         services.command_menu = asyncio.create_task(publish_command_menu(runtime), name="ash-command-menu")
+        # Without a token nothing could be sent: tasks stay due, and fire (late) once there is one.
+        services.scheduler_start = asyncio.create_task(start_scheduler(runtime, services), name="ash-scheduler-start")
 
 
 async def stop_services(services: Services) -> None:
     """Stop in reverse: turns and housekeeping first, the webhook's writer last."""
-    if services.command_menu is not None:
-        services.command_menu.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await services.command_menu
-    for service in (services.memory, services.processor, services.writer):
+    for task in (services.command_menu, services.scheduler_start):
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    # The scheduler first: nothing is queued once the processor is gone.
+    for service in (services.scheduler, services.memory, services.processor, services.writer):
         if service is not None:
             await service.stop()
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from litestar import Litestar
 
 if TYPE_CHECKING:  # the services load when the lifespan starts them, not when a handler is imported
+    from lib.inbox.scheduler import Scheduler
     from lib.inbox.worker import InboxWorker
     from lib.inbox.writer import InboxWriter
     from lib.memory.service import MemoryService
@@ -22,6 +23,9 @@ class Services:
     writer: InboxWriter | None = None
     processor: InboxWorker | None = None
     memory: MemoryService | None = None
+    # Fires scheduled tasks into the inbox; started a little after start-up by `scheduler_start`.
+    scheduler: Scheduler | None = None
+    scheduler_start: asyncio.Task | None = None
     # Brings Telegram's command menu up to date once, a little after start-up.
     command_menu: asyncio.Task | None = None
 

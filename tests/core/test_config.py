@@ -36,7 +36,16 @@ def test_ash_home_defaults_to_data_under_the_working_directory(monkeypatch, tmp_
 def test_example_config_is_valid_and_documents_every_section():
     text = (REPO / "config.example.toml").read_text()
     config = parse_config(text, Path("config.example.toml"))
-    for section in ("server", "telegram", "default_llm", "fallback_llm", "memory", "embeddings", "sandbox"):
+    for section in (
+        "server",
+        "telegram",
+        "default_llm",
+        "fallback_llm",
+        "memory",
+        "embeddings",
+        "sandbox",
+        "scheduler",
+    ):
         assert f"[{section}]" in text
     assert "[brave_search]" in text
     assert "# [models.fast]" in text  # model presets: commented examples

@@ -137,3 +137,27 @@ def test_sqlite_log_messages_reach_the_ash_sqlite_logger(tmp_path, caplog):
     logged = [r for r in caplog.records if r.name == "ash.sqlite" and "no such table" in r.getMessage()]
     assert [r.levelname for r in logged] == ["DEBUG"]  # the caller got the exception: not an error twice
     conn.close()
+
+
+def test_inbox_rows_stored_before_m009_still_run_one_chat_at_a_time_in_update_id_order(tmp_path):
+    from lib.inbox import queue
+
+    path = tmp_path / "a.db"
+    conn = connect(path)
+    migrate.migrate(conn, path, steps=[s for s in migrate.STEPS if s.name < "m009"])
+    for update_id, chat in ((12, "c"), (10, "c"), (11, "c"), (20, "d")):
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, received_at) VALUES (1, ?, ?, 'message', "
+            "x'7b7d', 't')",
+            (update_id, chat),
+        )
+    migrate.migrate(conn, path)
+
+    def claimed() -> int | None:
+        found = queue.claim(conn, 1, "w", 60)
+        return found and found.update_id
+
+    assert [claimed(), claimed(), claimed()] == [10, 20, None]
+    queue.finish(conn, 1, 10, "w")
+    assert claimed() == 11
+    assert conn.execute("SELECT count(*) FROM inbox WHERE follows IS NOT NULL").fetchone()[0] == 0

@@ -31,6 +31,7 @@ def _admin_routes() -> list[tuple[str, str]]:
         if not route.path.startswith("/admin"):
             continue
         path = route.path.replace("{memory_id:int}", "1").replace("{session_id:int}", "1")
+        path = path.replace("{schedule_id:int}", "1")
         path = path.replace("{user_id:str}", "42").replace("{user_id:int}", "42")
         for method in sorted(route.methods - {"OPTIONS", "HEAD"}):
             found.append((method, path))

@@ -170,6 +170,11 @@ class Upstream:
         self.hold_anthropic: threading.Event | None = None
         # Event streams served (in order) before the echo answers: e.g. a tool call.
         self.anthropic_script: list[bytes] = []
+        # sendMessage bodies this accepts are never answered nor recorded, as if Telegram never got
+        # them: the request hangs until the upstream closes. `swallowed` is set when one arrives.
+        self.swallow: Callable[[dict], bool] | None = None
+        self.swallowed = threading.Event()
+        self._closing = threading.Event()
         self.next_id = 7000
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self.server.daemon_threads = True
@@ -184,6 +189,7 @@ class Upstream:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        self._closing.set()
         if self.hold_anthropic is not None:
             self.hold_anthropic.set()
         self.server.shutdown()
@@ -214,7 +220,13 @@ class Upstream:
                 return 200, load("getMe_ok.json")
             if method == "sendMessage":
                 self.next_id += 1
-                self.messages[self.next_id] = {"chat_id": body["chat_id"], "text": body["text"], "edits": 0}
+                self.messages[self.next_id] = {
+                    "chat_id": body["chat_id"],
+                    "text": body["text"],
+                    "edits": 0,
+                    "message_thread_id": body.get("message_thread_id"),
+                    "sent_at": time.time(),
+                }
                 sent = copy.deepcopy(load("sendMessage_ok.json"))
                 sent["result"].update(message_id=self.next_id, text=body["text"])
                 sent["result"]["chat"]["id"] = body["chat_id"]
@@ -274,6 +286,11 @@ class Upstream:
                     return
                 with upstream.lock:
                     upstream.calls.append((key, body, dict(self.headers)))
+                if key == "sendMessage" and upstream.swallow is not None and upstream.swallow(body):
+                    upstream.swallowed.set()
+                    upstream._closing.wait(60)
+                    self.close_connection = True
+                    return
                 failure = upstream._take_failure(key)
                 if failure is not None:
                     self._reply(failure.status, failure.body, failure.headers)
