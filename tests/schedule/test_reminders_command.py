@@ -9,7 +9,16 @@ from lib.schedule import store
 from lib.telegram.commands import run_command
 from lib.telegram.updates import telegram_worker
 from tests.schedule.conftest import MEMBER, OWNER, add_job
-from tests.support.telegram import BOT_ID, GROUP, button_press, deliver, echo_runner, group_text, private_text
+from tests.support.telegram import (
+    GROUP,
+    as_shown,
+    button_press,
+    buttons,
+    deliver,
+    echo_runner,
+    group_text,
+    private_text,
+)
 
 PRIVATE = {"id": OWNER, "type": "private", "first_name": "Hirrolot"}
 FAMILY = {"id": GROUP, "type": "supergroup", "title": "Family"}
@@ -18,25 +27,6 @@ FAMILY = {"id": GROUP, "type": "supergroup", "title": "Family"}
 async def process(runtime, *updates: dict) -> None:
     deliver(runtime, *updates)
     await telegram_worker(runtime, runner=echo_runner()).drain()
-
-
-def buttons(message: dict) -> list[tuple[str, str]]:
-    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
-    return [(b["text"], b["callback_data"]) for row in rows for b in row]
-
-
-def as_shown(bot, chat: dict) -> dict:
-    """The bot's latest message as a callback query carries it."""
-    message_id = max(bot.messages)
-    shown = bot.messages[message_id]
-    return {
-        "message_id": message_id,
-        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Ash"},
-        "chat": chat,
-        "date": 1716906786,
-        "text": shown["text"],
-        "reply_markup": shown["reply_markup"],
-    }
 
 
 def toasts(bot) -> list[str | None]:

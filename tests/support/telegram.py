@@ -235,3 +235,23 @@ def button_press(update_id: int, data: str, message: dict, presser: int) -> dict
     query.update(id=f"cb-{update_id}", data=data, message=message)
     query["from"]["id"] = presser
     return update
+
+
+def buttons(message: dict) -> list[tuple[str, str]]:
+    """(text, callback data) of each inline button under a sent message."""
+    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
+    return [(b["text"], b["callback_data"]) for row in rows for b in row]
+
+
+def as_shown(bot, chat: dict) -> dict:
+    """The bot's latest message as a callback query carries it."""
+    message_id = max(bot.messages)
+    shown = bot.messages[message_id]
+    return {
+        "message_id": message_id,
+        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Ash"},
+        "chat": chat,
+        "date": 1716906786,
+        "text": shown["text"],
+        "reply_markup": shown["reply_markup"],
+    }

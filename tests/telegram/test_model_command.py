@@ -13,10 +13,11 @@ from tests.support.agent import OPENAI_CHAT, request_json, set_keys, sse_respons
 from tests.support.database import query
 from tests.support.telegram import (
     API,
-    BOT_ID,
     GROUP,
     TOKEN,
+    as_shown,
     button_press,
+    buttons,
     deliver,
     echo_runner,
     group_text,
@@ -63,25 +64,6 @@ def picks(env) -> list[dict]:
 
 def methods(bot, name: str) -> list[dict]:
     return [body for method, body in bot.calls if method == name]
-
-
-def buttons(message: dict) -> list[tuple[str, str]]:
-    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
-    return [(b["text"], b["callback_data"]) for row in rows for b in row]
-
-
-def as_shown(bot, chat: dict) -> dict:
-    """The bot's latest message as a callback query carries it."""
-    message_id = max(bot.messages)
-    shown = bot.messages[message_id]
-    return {
-        "message_id": message_id,
-        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Ash"},
-        "chat": chat,
-        "date": 1716906786,
-        "text": shown["text"],
-        "reply_markup": shown["reply_markup"],
-    }
 
 
 async def test_model_lists_the_presets_marks_the_current_one_and_offers_a_button_each(runtime, bot):
