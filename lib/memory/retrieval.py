@@ -304,12 +304,14 @@ def search_messages(
     mode: str = "hybrid",
     query_vector: np.ndarray | object | None = _UNSET,
     floor: bool = False,
+    rare_words: list[str] | None = None,
 ) -> list[SearchResult]:
     """Past messages of `user_id` relevant to `query`, best first.
 
     `mode` "fts" or "vector" uses one ranker alone (benchmarks compare them); `query_vector`
     reuses an embedding already computed for this query; `floor` keeps only what passes the
-    relevance floor (lib/memory/relevance.py), as what goes into a prompt unasked must.
+    relevance floor (lib/memory/relevance.py), as what goes into a prompt unasked must;
+    `rare_words` are the query's rare words when the caller has counted them already.
     """
     _check_mode(mode)
     fts: dict[int, float] = {}
@@ -331,7 +333,7 @@ def search_messages(
     if floor:
         params = {"owner": user_id, "n": FTS_CANDIDATES}
         cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
-        passed = relevance.relevant(_rare_matches(conn, FTS_MESSAGES_SQL, params, query), cosines)
+        passed = relevance.relevant(_rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words), cosines)
         if passed is None:
             return []
         allowed = passed | conversation.neighbours(conn, user_id, passed)
@@ -360,9 +362,11 @@ def search_messages(
     )
 
 
-def _rare_matches(conn: apsw.Connection, sql: str, params: dict, query: str) -> set[int]:
-    """Items (by `sql`, an FTS query of this module) holding a rare word of `query`."""
-    expression = relevance.expression(relevance.rare_terms(conn, query_terms(query)))
+def _rare_matches(conn: apsw.Connection, sql: str, params: dict, query: str, rare_words: list[str] | None) -> set[int]:
+    """Items (by `sql`, an FTS query of this module) holding a rare word of `query` (counted here
+    unless the caller gives them)."""
+    rare = relevance.rare_terms(conn, query_terms(query)) if rare_words is None else rare_words
+    expression = relevance.expression(rare)
     return {r["ref_id"] for r in rows(conn, sql, {**params, "q": expression})} if expression else set()
 
 
@@ -439,6 +443,7 @@ def search_knowledge(
     mode: str = "hybrid",
     query_vector: np.ndarray | object | None = _UNSET,
     floor: bool = False,
+    rare_words: list[str] | None = None,
 ) -> list[SearchResult]:
     """Knowledge entries `user_id` may see (own and global; never expired), best first
     (`floor`: only those that pass the relevance floor, lib/memory/relevance.py)."""
@@ -460,7 +465,7 @@ def search_knowledge(
     allowed = None
     if floor:
         cosines = _cosines(conn, settings, query, query_vector, "memory", fts, vector_hits)
-        allowed = relevance.relevant(_rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query), cosines)
+        allowed = relevance.relevant(_rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query, rare_words), cosines)
         if allowed is None:
             return []
     by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)
@@ -523,7 +528,16 @@ def search_all(
     """Messages and knowledge together, best first (both scored by the same fusion; `floor` as
     in search_messages)."""
     vector = _embed_query(conn, settings, query)  # once for both searches
-    asked = {"user_id": user_id, "query": query, "limit": limit, "query_vector": vector, "floor": floor}
+    # The rare words are counted over the whole index, not per kind: once for both searches too.
+    rare = relevance.rare_terms(conn, query_terms(query)) if floor else None
+    asked = {
+        "user_id": user_id,
+        "query": query,
+        "limit": limit,
+        "query_vector": vector,
+        "floor": floor,
+        "rare_words": rare,
+    }
     found = search_messages(conn, settings, **asked)
     found += search_knowledge(conn, settings, **asked)
     return sorted(found, key=lambda r: -r.score)[:limit]

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from lib.memory.chunking import day_text
+
 MONTHS = [
     "january",
     "february",
@@ -138,21 +140,17 @@ def _shift_months(day: date, months: int) -> tuple[int, int]:
     return index // 12, index % 12 + 1
 
 
-def _day_text(day: date) -> str:
-    return f"{day.day} {MONTHS[day.month - 1].capitalize()} {day.year}"
-
-
 def _month_text(year: int, month: int) -> str:
     return f"{MONTHS[month - 1].capitalize()} {year}"
 
 
 def _one_day(day: date) -> tuple[Span, str]:
-    return Span(day, day), _day_text(day)
+    return Span(day, day), day_text(day)
 
 
 def _week_of(day: date) -> tuple[Span, str]:
     monday = day - timedelta(days=day.weekday())
-    return Span(monday, monday + timedelta(days=6)), f"the week of {_day_text(monday)}"
+    return Span(monday, monday + timedelta(days=6)), f"the week of {day_text(monday)}"
 
 
 def _month_of(day: date, shift: int) -> tuple[Span, str]:
@@ -169,7 +167,7 @@ def _ago(said: date, count: int, unit: str) -> tuple[Span, str]:
         return _one_day(said - timedelta(days=count))
     if unit == "week":
         day = said - timedelta(weeks=count)
-        return Span(day - timedelta(days=3), day + timedelta(days=3)), _day_text(day)
+        return Span(day - timedelta(days=3), day + timedelta(days=3)), day_text(day)
     if unit == "month":
         return _month_of(said, -count)
     return _year_of(said.year - count)
@@ -183,7 +181,7 @@ def _shifted(said: date, direction: str, period: str) -> tuple[Span, str]:
         saturday = said + timedelta(days=(5 - said.weekday()) % 7 or 7) if sign > 0 else None
         if saturday is None:
             saturday = said - timedelta(days=(said.weekday() - 5) % 7 or 7)
-        return Span(saturday, saturday + timedelta(days=1)), f"the weekend of {_day_text(saturday)}"
+        return Span(saturday, saturday + timedelta(days=1)), f"the weekend of {day_text(saturday)}"
     if period == "month":
         return _month_of(said, sign)
     return _year_of(said.year + sign)
