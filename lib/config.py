@@ -158,10 +158,54 @@ class SandboxConfig(_Section):
     workspace_limit: str = "1g"
     # Days a chat may go without a command before its /workspace is deleted (0: never).
     workspace_ttl_days: NonNegative = 30.0
+    # When a risky tool call (bash, schedule, memory writes, MCP tools, a web request the person
+    # did not ask for) waits for the person's Run / Deny: "untrusted" while the turn holds
+    # content from outside (web pages, documents, forwards, other members' messages, tool
+    # output); "always"; "never".
+    approval: Literal["untrusted", "always", "never"] = "untrusted"
+    # Seconds a call may wait for its approval; then it is denied.
+    approval_timeout: Positive = 600.0
 
 
 class BraveSearchConfig(_Section):
     count: BraveCount = 5
+
+
+class TranscriptionConfig(_Section):
+    # "openai": an OpenAI-compatible /v1/audio/transcriptions endpoint (OPENAI_API_KEY, optional
+    # when base_url is set); "local": faster-whisper on this machine (the local-transcription
+    # extra); "none": voice notes get a reply saying Ash cannot listen to them.
+    provider: Literal["openai", "local", "none"] = "openai"
+    # None: "whisper-1" for openai, "base" (the only bundled model) for local.
+    model: str | None = None
+    # An origin such as http://whisper:8000 for a self-hosted server; None: OPENAI_BASE_URL or OpenAI.
+    base_url: str | None = None
+    # Bytes of audio accepted; a larger file is refused without being downloaded (the Bot API
+    # serves files up to 20 MB).
+    max_bytes: Count = 20_000_000
+    # Seconds the local model stays loaded after its last use (it holds ~300 MB).
+    idle_unload: Positive = 300.0
+
+
+class DocumentsConfig(_Section):
+    # Bytes of a file accepted; a larger one is refused without being downloaded.
+    max_bytes: Count = 10_000_000
+    # Pages of a PDF read; the rest is left out with a note.
+    max_pages: Count = 100
+    # Characters of a document that enter the turn (the rest is cut, with a note saying so);
+    # memory keeps up to max_index_chars of it for later questions.
+    max_chars: Count = 40_000
+    max_index_chars: Count = 400_000
+
+
+class WebFetchConfig(_Section):
+    enabled: bool = True
+    # Bytes read from a page before it is cut off, and seconds for the whole fetch.
+    max_bytes: Count = 3_000_000
+    timeout: Positive = 20.0
+    max_redirects: NonNegativeInt = 5
+    # Characters of extracted text handed to the model.
+    max_chars: Count = 20_000
 
 
 class SchedulerConfig(_Section):
@@ -192,6 +236,9 @@ class Config(_Section):
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     brave_search: BraveSearchConfig = msgspec.field(default_factory=BraveSearchConfig)
     scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
+    transcription: TranscriptionConfig = msgspec.field(default_factory=TranscriptionConfig)
+    documents: DocumentsConfig = msgspec.field(default_factory=DocumentsConfig)
+    web_fetch: WebFetchConfig = msgspec.field(default_factory=WebFetchConfig)
 
 
 class Secrets(msgspec.Struct, kw_only=True):

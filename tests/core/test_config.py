@@ -45,6 +45,9 @@ def test_example_config_is_valid_and_documents_every_section():
         "embeddings",
         "sandbox",
         "scheduler",
+        "transcription",
+        "documents",
+        "web_fetch",
     ):
         assert f"[{section}]" in text
     assert "[brave_search]" in text

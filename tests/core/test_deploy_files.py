@@ -48,3 +48,13 @@ def test_container_runs_ash_serve_as_non_root_on_all_interfaces():
     assert CONTAINERFILE.count("FROM python:3.12-slim") == 2, "multi-stage, slim Python 3.12"
     for path in ("app.py", "migrate.py", "lib", "handlers", "workspace"):
         assert path in CONTAINERFILE
+
+
+def test_image_leaves_out_test_packages_and_installs_local_transcription_only_on_request():
+    lock = (REPO / "requirements.lock").read_text().splitlines()
+    voice = lock.index(next(line for line in lock if line.startswith("# local transcription")))
+    test = lock.index(next(line for line in lock if line.startswith("# test dependencies")))
+    assert voice < test, "the Containerfile cuts the lock at these two markers, in this order"
+    assert any(line.startswith("faster-whisper==") for line in lock[voice:test])
+    assert "ARG LOCAL_TRANSCRIPTION=0" in CONTAINERFILE
+    assert "sed -i '/^# local transcription/,$d'" in CONTAINERFILE
