@@ -30,6 +30,10 @@ class TurnInput:
     # Where in the chat it was written: its forum topic, or its channel direct-messages topic.
     message_thread_id: int | None = None
     direct_messages_topic_id: int | None = None
+    # What in this message came from someone other than the person (a document's text, a
+    # forward, a quoted message, a transcript of a forwarded voice note), each named briefly,
+    # e.g. "document report.pdf". Risky tool calls then wait for approval (lib/agent/approval.py).
+    untrusted: tuple[str, ...] = ()
 
 
 class OutputSink(Protocol):

@@ -1,0 +1,1 @@
+"""Continuous replication of the database with Litestream, and restores from the replica."""

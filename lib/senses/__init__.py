@@ -1,0 +1,1 @@
+"""What Ash reads from outside a typed message: voice notes, documents, web pages."""
