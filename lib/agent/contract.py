@@ -34,6 +34,9 @@ class TurnInput:
     # forward, a quoted message, a transcript of a forwarded voice note), each named briefly,
     # e.g. "document report.pdf". Risky tool calls then wait for approval (lib/agent/approval.py).
     untrusted: tuple[str, ...] = ()
+    # What history keeps of this message when it differs from `text`: a document's whole text
+    # reaches the model once and is kept as knowledge, while the message keeps a short reference.
+    stored_text: str | None = None
 
 
 class OutputSink(Protocol):

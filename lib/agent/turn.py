@@ -140,10 +140,11 @@ def _user_message(turn: TurnInput) -> Message:
 
 
 def _stored_user_text(turn: TurnInput) -> str:
+    text = turn.text if turn.stored_text is None else turn.stored_text
     if not turn.images:
-        return turn.text
+        return text
     note = f"[{len(turn.images)} image{'s' if len(turn.images) > 1 else ''} attached]"
-    return f"{turn.text}\n{note}".strip()
+    return f"{text}\n{note}".strip()
 
 
 # Any opening or closing tool_output tag however it is spelled: any case, spaces or a newline
