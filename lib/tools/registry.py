@@ -1,4 +1,4 @@
-"""The tools offered to the model: memory tools, bash in the sandbox, web search (with its key).
+"""The tools offered to the model: memory tools, bash in the sandbox, web search (with its key), web fetch.
 
 Imported by the agent on a turn's first use, so the server's cold start pays for none of them.
 Bash is offered per `[sandbox] enabled`; with "auto" only while a Docker engine answers (asked at
@@ -10,7 +10,7 @@ from __future__ import annotations
 from lib.config import Settings
 from lib.llm.types import ToolSpec
 from lib.sandbox.availability import sandbox_enabled
-from lib.tools import web_search
+from lib.tools import web_fetch, web_search
 from lib.tools.base import Tool, input_schema
 from lib.tools.bash import BashTool
 from lib.tools.memory_tools import TOOLS as MEMORY_TOOLS
@@ -25,6 +25,8 @@ def available_tools(settings: Settings) -> list[Tool]:
         tools.append(BashTool())
     if web_search.enabled(settings):
         tools.append(web_search.WebSearchTool())
+    if web_fetch.enabled(settings):
+        tools.append(web_fetch.WebFetchTool())
     return tools
 
 
