@@ -37,6 +37,10 @@ class TurnInput:
     # What history keeps of this message when it differs from `text`: a document's whole text
     # reaches the model once and is kept as knowledge, while the message keeps a short reference.
     stored_text: str | None = None
+    # What the person typed themselves, when `text` holds more (context lines about a quoted or
+    # forwarded message, a document); None: all of `text`. A web request whose address or query
+    # is in here is the person's own (lib/agent/approval.py).
+    typed_text: str | None = None
 
 
 class OutputSink(Protocol):
@@ -79,3 +83,5 @@ class TurnResult:
     input_tokens: int = 0
     output_tokens: int = 0
     tool_calls: list[str] = field(default_factory=list)
+    # The id of the risky call the turn stopped at, waiting for Run / Deny (lib/agent/pending.py).
+    waiting_for: int | None = None

@@ -27,7 +27,7 @@ async def _plain_line(session: ChatSession, line: str, answer_prefix: str = "") 
     if answer is None:
         click.echo(answer_prefix, nl=False)
         sink = CliSink()
-        return (await session.turn(line, sink, tool_watcher=sink)).ok
+        return (await session.turn(line, sink, tool_watcher=sink, approvals=sink)).ok
     click.echo(answer.text)
     if answer.buttons:
         await _plain_choice(session, answer)

@@ -100,6 +100,16 @@ class TerminalSink:
         mark, style = ("✗", "red") if is_error else ("✓", "dim")
         self.console.print(Text(f"{mark} {self._tool} ({seconds:.1f} s)", style=style))
 
+    async def ask(self, request) -> bool:
+        """A risky call waits for y/N: the text so far stays, the call is shown, then the question."""
+        from lib.commands.chat_approval import ask_yes_no, question
+
+        self._stop_spinner()
+        self._end_live()
+        self._printed = self._latest
+        self.console.print(Markdown(question(request)))
+        return await ask_yes_no()
+
     def halt(self) -> None:
         """The turn was stopped: keep what was written and say so."""
         self._stop_spinner()

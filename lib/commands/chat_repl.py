@@ -79,7 +79,7 @@ async def run_repl(session: ChatSession, history_path: Path) -> None:
 async def _answer(console: Console, session: ChatSession, line: str) -> None:
     """One turn of the agent; Ctrl-C while it runs stops it (as /stop does in Telegram) and keeps the chat."""
     sink = TerminalSink(console)
-    turn = asyncio.ensure_future(session.turn(line, sink, tool_watcher=sink))
+    turn = asyncio.ensure_future(session.turn(line, sink, tool_watcher=sink, approvals=sink))
     try:
         with _sigint_cancels(turn):
             await asyncio.wait([turn])

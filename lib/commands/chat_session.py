@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from lib.agent.approval import Approvals
 from lib.agent.contract import OutputSink, ToolWatcher, TurnInput, TurnResult
 from lib.config import Settings
 from lib.runtime import Runtime
@@ -65,12 +66,14 @@ class ChatSession:
         self.chat_id = cli_chat_id(settings, user_id)
         self.runtime = Runtime(settings=settings, db=Database(settings.database_path))
 
-    async def turn(self, text: str, sink: OutputSink, tool_watcher: ToolWatcher | None = None) -> TurnResult:
-        """Answer `text` through the agent, streamed into `sink`."""
+    async def turn(
+        self, text: str, sink: OutputSink, tool_watcher: ToolWatcher | None = None, approvals: Approvals | None = None
+    ) -> TurnResult:
+        """Answer `text` through the agent, streamed into `sink`; `approvals` asks y/N before a risky call."""
         from lib.agent.turn import run_turn
 
         turn = TurnInput(provider=CLI_PROVIDER, chat_id=self.chat_id, user_id=self.user_id, text=text)
-        return await run_turn(self.runtime, turn, sink, tool_watcher=tool_watcher)
+        return await run_turn(self.runtime, turn, sink, tool_watcher=tool_watcher, approvals=approvals)
 
     async def command(self, text: str) -> CommandAnswer | None:
         """Answer a slash command as Telegram would; None when `text` is not one (it goes to the agent)."""

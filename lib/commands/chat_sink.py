@@ -7,6 +7,7 @@ keeps only the answer.
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -83,6 +84,19 @@ class CliSink:
             self._line_open = False
         click.echo(f"[tool] {describe_tool_call(name, tool_input)}", err=True)
         self._after_tool = True
+
+    async def ask(self, request) -> bool:
+        """A risky call waits for y/N (lib/commands/chat_approval.py); without a terminal, No."""
+        from lib.commands.chat_approval import NO_TERMINAL, ask_yes_no, question
+
+        if self._line_open:
+            click.echo()
+            self._line_open = False
+        click.echo(question(request), err=True)
+        if not sys.stdin.isatty():
+            click.echo(NO_TERMINAL, err=True)
+            return False
+        return await ask_yes_no()
 
     async def tool_finished(self, name: str, *, is_error: bool) -> None:
         """Only a failure is worth a line: the model reads the output and carries on."""

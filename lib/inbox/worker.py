@@ -65,6 +65,9 @@ class Handler(Protocol):
     async def gave_up(self, claim: queue.Claim) -> None:
         """The update failed for good (after every attempt): tell the person, once."""
 
+    async def sweep(self) -> None:
+        """The channel's periodic work, run with the worker's sweep (requests that timed out)."""
+
 
 @dataclass
 class Job:
@@ -181,6 +184,11 @@ class InboxWorker:
         if skipped:
             kinds = sorted({row["kind"] for row in skipped})
             log.info("skipped %d update(s) Ash does not answer (%s)", len(skipped), ", ".join(kinds))
+        if self.answering:
+            try:
+                await self.handler.sweep()
+            except Exception:
+                log.exception("the channel's periodic work failed; it runs again at the next sweep")
         if time.monotonic() - self._last_prune >= PRUNE_EVERY or not self._last_prune:
             self._last_prune = time.monotonic()
             pruned = await self._db(queue.prune, self.config.inbox_retention_days)

@@ -17,11 +17,16 @@ class UnreadableDocument(Exception):
     """A file whose text cannot be read; the message says why, in words for the person."""
 
 
+DAMAGED = "it is not a PDF I can read (the file looks damaged)"
+
+
 @dataclass(frozen=True)
 class PdfText:
     text: str
     pages: int  # pages in the file
     pages_read: int  # pages whose text is in `text` (at most the cap)
+    # (page number from 1, its text) for each page with text: memory names the page a fact is on.
+    by_page: tuple[tuple[int, str], ...] = ()
 
 
 def read_pdf(data: bytes, *, max_pages: int) -> PdfText:
@@ -46,8 +51,10 @@ def read_pdf(data: bytes, *, max_pages: int) -> PdfText:
     except UnreadableDocument:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
-        raise UnreadableDocument("it is not a PDF I can read (the file looks damaged)") from exc
-    texts = []
+        raise UnreadableDocument(DAMAGED) from exc
+    if total == 0:  # pypdf's lenient parser makes an empty document of a file with no page tree
+        raise UnreadableDocument(DAMAGED)
+    pages = []
     for number in range(min(total, max_pages)):
         try:
             text = reader.pages[number].extract_text() or ""
@@ -55,5 +62,5 @@ def read_pdf(data: bytes, *, max_pages: int) -> PdfText:
             log.warning("could not read page %d of a PDF: %s", number + 1, exc)
             continue
         if text.strip():
-            texts.append(text.strip())
-    return PdfText("\n\n".join(texts), total, min(total, max_pages))
+            pages.append((number + 1, text.strip()))
+    return PdfText("\n\n".join(text for _, text in pages), total, min(total, max_pages), tuple(pages))

@@ -226,6 +226,19 @@ class TelegramClient:
             if NOT_MODIFIED not in exc.message:
                 raise
 
+    async def edit_message_reply_markup(
+        self, chat_id: int | str, message_id: int, reply_markup: InlineKeyboardMarkup | None
+    ) -> None:
+        """Replace a message's buttons (None removes them); "message is not modified" is not an error."""
+        params: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id}
+        if reply_markup is not None:
+            params["reply_markup"] = reply_markup
+        try:
+            await self.call("editMessageReplyMarkup", params)
+        except BadRequest as exc:
+            if NOT_MODIFIED not in exc.message:
+                raise
+
     async def delete_message(self, chat_id: int | str, message_id: int) -> None:
         """Delete a message the bot sent (Telegram allows it for 48 hours)."""
         await self.call("deleteMessage", {"chat_id": chat_id, "message_id": message_id})

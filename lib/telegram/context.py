@@ -38,6 +38,22 @@ def with_context(message: Message, text: str, bot_id: int) -> str:
     return "\n".join([*lines, text] if text else lines)
 
 
+def outside_content(message: Message, bot_id: int) -> tuple[str, ...]:
+    """What in `message` someone else wrote, named for the approval step (lib/agent/approval.py):
+    a forward, or the message it replies to or quotes when that is not the sender's or Ash's."""
+    found = []
+    if message.forward_origin is not None:
+        found.append("a forwarded message")
+    reply, external = message.reply_to_message, message.external_reply
+    if reply is not None and not _opens_the_topic(message, reply):
+        own = reply.from_ is not None and message.from_ is not None and reply.from_.id == message.from_.id
+        if not own and not _written_by_the_bot(message, reply, bot_id):
+            found.append(f"a message from {_sender_name(reply)}")
+    elif external is not None:
+        found.append("a message quoted from another chat")
+    return tuple(found)
+
+
 def _forwarded(message: Message) -> str | None:
     if message.forward_origin is None:
         return None

@@ -39,21 +39,21 @@ UNHANDLED_UPDATES = {
 SERVICE = "service"
 SERVICE_REASON = "a service message: something happened in the chat, nobody wrote anything to answer"
 
-# Message content Ash reads.
-READ_CONTENT = ("text", "photo")
+# Message content Ash reads: text and photos, and files it reads into text or images
+# (READ_FILES). An animation also carries its `document`: the unread animation is looked for first.
+READ_FILES = ("document",)
+# Recordings Ash transcribes into text (lib/telegram/listening.py).
+READ_RECORDINGS = ("voice", "audio", "video_note")
+READ_CONTENT = ("text", "photo", *READ_FILES, *READ_RECORDINGS)
 # Message content Ash cannot read, and what it tells the sender about it. An animation also
 # carries its `document`, and a venue its `location`: the specific one comes first.
 UNREAD_CONTENT = {
     "animation": "I can't watch GIFs yet; please describe it in text.",
-    "audio": "I can't listen to audio yet; please type your message.",
-    "document": "I can't read files yet; please paste the text into the chat.",
     "live_photo": "I can't open live photos yet; please send it as an ordinary photo.",
     "paid_media": "I can't open paid media; please describe it in text.",
     "sticker": "Nice sticker! I can only read text and photos for now.",
     "story": "I can't watch stories yet; please tell me about it in text.",
     "video": "I can't watch videos yet; please describe it in text.",
-    "video_note": "I can't watch video messages yet; please type your message.",
-    "voice": "I can't listen to voice messages yet; please type your message.",
     "checklist": "I can't read checklists yet; please paste the items as text.",
     "contact": "I can't read shared contacts yet; please type the details you want me to know.",
     "dice": "I can't play dice yet; tell me in words what you'd like to do.",
@@ -129,7 +129,7 @@ def message_content(message: Message) -> str | None:
         return "text"
     if message.photo:
         return "photo"
-    for name in (*UNREAD_CONTENT, *SERVICE_CONTENT):
+    for name in (*UNREAD_CONTENT, *READ_FILES, *READ_RECORDINGS, *SERVICE_CONTENT):
         if _present(getattr(message, name)):
             return name
     return None

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from lib.agent import pending
 from lib.agent.contract import TurnInput, TurnResult
 from lib.config import Settings
 from lib.inbox import queue as inbox
@@ -121,7 +122,14 @@ class ScheduledRuns:
             await sink.finish(message_text(job, payload))
             ok = True
         else:
-            ok = await self._turn(claim, job, payload, sink)
+            result = await self._turn(claim, job, payload, sink)
+            if result.waiting_for is not None:
+                # A risky call waits for Run / Deny: the run is recorded when it is answered, or
+                # reported skipped when it is not (lib/telegram/approvals.py).
+                if sink.message_ids:
+                    await self._db(pending.shown_in, result.waiting_for, sink.message_ids[-1])
+                return "done", f"scheduled task #{job.id}: waiting for approval #{result.waiting_for}"
+            ok = result.ok
         await self._db(schedules.finish_run, payload.run_id, "sent" if ok else "failed")
         return "done", f"scheduled task #{job.id}" + ("" if ok else ": the turn reported failure")
 
@@ -141,7 +149,7 @@ class ScheduledRuns:
 
         return await self._db(over_budget, self.settings, job.user_id)
 
-    async def _turn(self, claim: inbox.Claim, job: schedules.Job, payload: Payload, sink: TelegramSink) -> bool:
+    async def _turn(self, claim: inbox.Claim, job: schedules.Job, payload: Payload, sink: TelegramSink) -> TurnResult:
         profile = await self._db(memory_store.get_profile, job.user_id)
         turn = TurnInput(
             provider="telegram",
@@ -159,7 +167,7 @@ class ScheduledRuns:
         result = await self._runner(turn, sink)
         if not sink.finished:
             await sink.finish(result.text or "…")
-        return result.ok
+        return result
 
     async def gave_up(self, claim: inbox.Claim, client: TelegramClient) -> None:
         """Every attempt failed: tell the chat once, where the task writes."""

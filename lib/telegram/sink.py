@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from lib.errors import BadRequest, ChatMigrated, RetryAfter, TelegramError
 from lib.telegram.client import PARSE_ERROR, TelegramClient
-from lib.telegram.format import MAX_MESSAGE_UNITS, plain, render, utf16_len
+from lib.telegram.format import MAX_MESSAGE_UNITS, plain, render, utf16_len, visible_text
 from lib.telegram.placement import CHAT, Placement
 from lib.telegram.types import InlineKeyboardMarkup
 
@@ -55,6 +55,9 @@ class TelegramSink:
     placement: Placement = CHAT
     # Buttons shown under the last message of the final answer (a command's reply).
     reply_markup: InlineKeyboardMarkup | None = None
+    # Telegram HTML shown above the answer in its first message (what a voice note was heard to
+    # say: lib/telegram/listening.py); the answer's parts are cut shorter so it still fits.
+    heading: str = ""
     clock: Callable[[], float] = time.monotonic
     parts: list[_Part] = field(default_factory=list)
     _next_edit: float = 0.0
@@ -111,7 +114,7 @@ class TelegramSink:
         if self.clock() < self._next_edit:
             return
         try:
-            await self._sync(_with_cursor(render(text)), final=False)
+            await self._sync(_with_cursor(self._render(text)), final=False)
         except RetryAfter as exc:
             # Flood control: wait it out and edit less often from now on.
             self.interval *= 2
@@ -123,12 +126,12 @@ class TelegramSink:
     async def finish(self, text: str) -> None:
         """Show the final answer: retried through flood control until it lands."""
         self._finished = True
-        await self._sync(render(text) or ["…"], final=True)
+        await self._sync(self._render(text) or self._render("…"), final=True)
 
     async def fail(self, text: str) -> None:
         """Replace what was shown with a short error message."""
         self._finished = True
-        await self._sync(render(text), final=True)
+        await self._sync(self._render(text), final=True)
 
     async def halt(self) -> None:
         """The answer was stopped (/stop): leave what was written so far, without the cursor.
@@ -138,9 +141,17 @@ class TelegramSink:
             return
         self._finished = True
         try:
-            await self._sync(render(self._latest), final=True, retry_flood=False)
+            await self._sync(self._render(self._latest), final=True, retry_flood=False)
         except TelegramError as exc:
             log.info("could not settle the stopped answer: %s", exc)
+
+    def _render(self, text: str) -> list[str]:
+        """The text as Telegram HTML messages, the heading (if any) on top of the first."""
+        if not self.heading:
+            return render(text)
+        # The heading and the line break after it count towards the first message's limit.
+        parts = render(text, MAX_MESSAGE_UNITS - utf16_len(visible_text(self.heading)) - 1)
+        return [f"{self.heading}\n{parts[0]}", *parts[1:]] if parts else []
 
     async def _sync(self, rendered: list[str], *, final: bool, retry_flood: bool | None = None) -> None:
         await self._settle_typing()

@@ -27,13 +27,24 @@ from lib.memory import store
 from lib.runtime import Runtime
 from lib.telegram import access
 from lib.telegram.addressing import addressed_in_group
+from lib.telegram.approvals import ApprovalButtons, is_approval
 from lib.telegram.buttons import ButtonPresses
 from lib.telegram.client import TelegramClient
 from lib.telegram.commands import COMMANDS, Reply, parse_command, run_command
-from lib.telegram.context import display_name, with_context
-from lib.telegram.kinds import READ_CONTENT, SERVICE_CONTENT, SERVICE_REASON, UNREAD_CONTENT, message_content
+from lib.telegram.context import display_name, outside_content, with_context
+from lib.telegram.kinds import (
+    READ_CONTENT,
+    READ_FILES,
+    READ_RECORDINGS,
+    SERVICE_CONTENT,
+    SERVICE_REASON,
+    UNREAD_CONTENT,
+    message_content,
+)
+from lib.telegram.listening import hear
 from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
 from lib.telegram.placement import CHAT, GROUP_TYPES, Placement, answer_placement
+from lib.telegram.reading import Attachment, read_attachment
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
 
@@ -76,6 +87,7 @@ class TelegramUpdates:
         client: TelegramClient | None = None,
         album_wait: float = ALBUM_WAIT,
         worker_id: str,
+        on_schedule_change: Callable[[], None] | None = None,
     ):
         self.runtime = runtime
         self.settings = runtime.settings
@@ -87,6 +99,7 @@ class TelegramUpdates:
         self._me: dict | None = None
         self._me_at = 0.0
         self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
+        self.approvals = ApprovalButtons(runtime, lambda: self.client, self._db, on_schedule_change=on_schedule_change)
         self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
         self.worker_id = worker_id
@@ -235,7 +248,7 @@ class TelegramUpdates:
         if update.message is not None:
             return await self._message(claim, update.message)
         if update.callback_query is not None:
-            return await self._callback(update.callback_query)
+            return await self._callback(claim, update.callback_query)
         if update.my_chat_member is not None and update.my_chat_member.new_chat_member is not None:
             status = update.my_chat_member.new_chat_member.status
             if update.my_chat_member.chat.type == "private":
@@ -309,6 +322,20 @@ class TelegramUpdates:
             return "skipped", f"{content}, {SERVICE_REASON}"
         if content not in READ_CONTENT:
             return "skipped", "a message with no content Ash knows (newer than Bot API 10.1)"
+        if content in READ_RECORDINGS:
+            heard = await hear(self.client, self.settings, message, content, sink, text)
+            if isinstance(heard, str):
+                return "done", heard  # answered already: why it could not be heard
+            # Each recording is a turn of its own, also when sent as an album of audio files.
+            message = msgspec.structs.replace(message, media_group_id=None)
+            return await self._turn(claim, message, sink, heard.text, me, untrusted=heard.untrusted)
+        if content in READ_FILES:
+            attachment = await read_attachment(self.client, self.runtime, message, sink)
+            if isinstance(attachment, str):
+                return "done", attachment  # answered already: why it could not be read
+            # Each file is a turn of its own, also when sent as an album of files.
+            message = msgspec.structs.replace(message, media_group_id=None)
+            return await self._turn(claim, message, sink, text, me, attachment=attachment)
         return await self._turn(claim, message, sink, text, me)
 
     async def _command(
@@ -337,7 +364,14 @@ class TelegramUpdates:
         return "done", f"command /{name}"
 
     async def _turn(
-        self, claim: inbox.Claim, message: Message, sink: TelegramSink, text: str, me: dict
+        self,
+        claim: inbox.Claim,
+        message: Message,
+        sink: TelegramSink,
+        text: str,
+        me: dict,
+        untrusted: tuple = (),
+        attachment: Attachment | None = None,
     ) -> tuple[str, str | None]:
         """A turn of the agent: the message (an album's photos with it) streamed into `sink`."""
         messages = [message]
@@ -347,7 +381,7 @@ class TelegramUpdates:
             if message.chat.type in GROUP_TYPES:
                 text = addressed_in_group(message, text, me)[1]
         images = await download_photos(self.client, messages, self.config.photo_max_bytes)
-        if not text.strip() and not images:
+        if not text.strip() and not images and attachment is None:
             return "skipped", "nothing to answer"
         user = message.from_
         turn = TurnInput(
@@ -362,7 +396,14 @@ class TelegramUpdates:
             update_id=claim.update_id,
             message_thread_id=sink.placement.message_thread_id,
             direct_messages_topic_id=sink.placement.direct_messages_topic_id,
+            untrusted=_outside(message, me.get("id") or self.bot_id, untrusted),
+            # A forward's text is someone else's words; otherwise what the person typed or said.
+            typed_text="" if message.forward_origin is not None else text,
         )
+        if attachment is not None:
+            turn = attachment.into(turn)
+        # Writing again instead of answering Run / Deny means the waiting call is not run.
+        await self.approvals.supersede(turn.provider, turn.chat_id, turn.user_id)
         await sink.typing()
         try:
             result = await self.runner(turn, sink)
@@ -372,6 +413,8 @@ class TelegramUpdates:
             raise
         if not sink.finished:
             await sink.finish(result.text or "…")
+        if result.waiting_for is not None:
+            await self.approvals.shown(result.waiting_for, sink)
         return "done", None if result.ok else "turn reported failure"
 
     async def _answer_privately(
@@ -394,11 +437,31 @@ class TelegramUpdates:
             await self.client.send_message(chat.id, notice, placement=placement)
         return "done", note
 
-    async def _callback(self, query: CallbackQuery) -> tuple[str, str | None]:
+    async def _callback(self, claim: inbox.Claim, query: CallbackQuery) -> tuple[str, str | None]:
         if not await self._db(access.is_allowed, self.settings, query.from_.id, query.from_.username):
             await self.buttons.answer(query, None)
             return "done", "callback from a user not allowed"
+        if is_approval(query.data):
+            # Run / Deny resumes a parked turn: its answer streams into a new message.
+            return await self.approvals.press(
+                query, lambda chat_id, chat_type, placement: self._sink(claim, chat_id, chat_type, placement)
+            )
         return await self.buttons.press(query)
+
+    async def sweep(self) -> None:
+        """Periodic work (the inbox worker's sweep): Run / Deny requests whose time ran out are
+        not run; a scheduled task's run that waited on one is reported skipped."""
+        if self.answering:
+            await self.approvals.expire()
+
+
+def _outside(message: Message, bot_id: int, already: tuple[str, ...]) -> tuple[str, ...]:
+    """Outside content a message brings (lib/agent/approval.py): what the reader of its attachment
+    found (a document, a forwarded recording), and any forward or quoted message."""
+    found = outside_content(message, bot_id)
+    if any("forwarded" in name for name in already):
+        found = tuple(name for name in found if name != "a forwarded message")
+    return already + found
 
 
 def telegram_worker(
@@ -408,8 +471,17 @@ def telegram_worker(
     client: TelegramClient | None = None,
     worker: str | None = None,
     album_wait: float = ALBUM_WAIT,
+    on_schedule_change: Callable[[], None] | None = None,
 ) -> InboxWorker:
-    """An inbox worker that answers Telegram updates with `runner` (the agent's turn)."""
+    """An inbox worker that answers Telegram updates with `runner` (the agent's turn);
+    `on_schedule_change` re-arms the scheduler when an approved call made a scheduled task."""
     worker = worker or inbox.worker_id()
-    updates = TelegramUpdates(runtime, runner=runner, client=client, album_wait=album_wait, worker_id=worker)
+    updates = TelegramUpdates(
+        runtime,
+        runner=runner,
+        client=client,
+        album_wait=album_wait,
+        worker_id=worker,
+        on_schedule_change=on_schedule_change,
+    )
     return InboxWorker(runtime.db, runtime.settings, updates, answering=updates.answering, worker=worker)

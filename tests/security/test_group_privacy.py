@@ -18,7 +18,7 @@ from lib.db import connect, rows
 from lib.memory import api as memory_api
 from lib.memory import knowledge, store
 from lib.memory.forget import forget_user
-from lib.memory.index import index_memory, index_messages
+from lib.memory.index import index_messages
 from lib.memory.retrieval import search_all
 from lib.migrations import STEPS, migrate
 from lib.telegram.intake import store_update
@@ -27,6 +27,7 @@ from tests.support import telegram as telegram_support
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     USER_TEXT,
+    Approve,
     RecordingSink,
     body,
     configured_runtime,
@@ -151,7 +152,10 @@ async def test_remember_in_a_group_saves_to_the_group_not_to_whoever_asked(runti
     )
 
     await run_turn(runtime, in_group(BOB, "I am allergic to peanuts.", "Bob"), RecordingSink())
-    await run_turn(runtime, in_group(ALICE, "Remember that.", "Alice"), RecordingSink())
+    # Bob's words are in Alice's context: a memory write waits for her OK (lib/agent/approval.py).
+    asked = Approve()
+    await run_turn(runtime, in_group(ALICE, "Remember that.", "Alice"), RecordingSink(), approvals=asked)
+    assert asked.reasons == ["this conversation holds messages from other members of this group"]
 
     conn = runtime.db.conn()
     saved = rows(conn, "SELECT owner_user_id FROM memories WHERE content = 'Bob is allergic to peanuts.'")
@@ -276,7 +280,12 @@ def test_upgrading_moves_old_group_messages_and_their_facts_into_the_groups_memo
         (ALICE, stamp),
     )
     index_messages(conn, settings, [1, 2, 3])
-    index_memory(conn, settings, 1)
+    # The memory's chunk as m004's indexer wrote it (today's indexer reads columns m004 lacks).
+    conn.execute(
+        "INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at)"
+        " VALUES ('memory', 1, 0, ?, 'The family trip to Porto is in May.', 'm1', ?)",
+        (ALICE, stamp),
+    )
 
     migrate(conn)
 

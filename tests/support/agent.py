@@ -147,6 +147,21 @@ class RecordingSink:
         return [text for k, text in self.events if k == kind]
 
 
+class Approve:
+    """Approvals that answer in place, as the terminal does: `answer` to every request, each
+    request's reason kept."""
+
+    def __init__(self, answer: bool = True) -> None:
+        self.answer = answer
+        self.reasons: list[str] = []
+        self.requests: list = []
+
+    async def ask(self, request) -> bool:
+        self.reasons.append(request.reason)
+        self.requests.append(request)
+        return self.answer
+
+
 class RecordingSleep:
     """A stand-in for asyncio.sleep that records the delays and returns at once."""
 

@@ -132,6 +132,14 @@ class FakeBotAPI:
                 return httpx.Response(400, json=load("error_400_message_not_modified_ASSEMBLED.json"))
             message.update(text=body["text"], parse_mode=body.get("parse_mode"), edits=message["edits"] + 1)
             return httpx.Response(200, json=load("editMessageText_ok.json"))
+        if method == "editMessageReplyMarkup":
+            message = self.messages.get(body["message_id"])
+            if message is None:
+                return httpx.Response(
+                    400, json={"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+                )
+            message["reply_markup"] = body.get("reply_markup")
+            return httpx.Response(200, json=load("editMessageText_ok.json"))
         if method == "deleteMessage":
             if self.messages.pop(body["message_id"], None) is None:
                 gone = {"ok": False, "error_code": 400, "description": "Bad Request: message to delete not found"}

@@ -1,0 +1,303 @@
+"""The model-and-tools loop of a turn, from any point: a new turn's first call, or a parked turn's
+waiting tool call once the person answered (lib/agent/resume.py).
+
+model call (streamed into the sink) -> its tool calls run in order, each output fed back as data
+-> repeat until the model stops or agent.max_steps. A risky call while the context holds outside
+content (lib/agent/approval.py) is asked about first: in place where the channel can wait (the
+terminal), else the turn is parked (lib/agent/pending.py) and ends with Run / Deny buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+import msgspec
+
+from lib.agent.approval import MCP_SEPARATOR, ApprovalRequest, Approvals, approval_reason, output_is_outside
+from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
+from lib.agent.pending import TurnState
+from lib.db import monotonic_ms
+from lib.errors import LLMError, user_message
+from lib.llm.types import Message, ToolResultBlock, ToolUseBlock
+from lib.runtime import Runtime
+from lib.tools.base import Tool, ToolContext, ToolResult
+
+log = logging.getLogger("ash.agent")
+
+STEP_LIMIT = "(I stopped after {steps} steps, the limit set by agent.max_steps. Ask me to continue if you need more.)"
+EMPTY_ANSWER = "(The model returned an empty answer.)"
+# The notice that ends an unfinished answer, by stop reason (lib/llm/types.py INCOMPLETE).
+CUT_NOTICES = {
+    "max_tokens": (
+        "(The answer was cut off here: it reached the length limit for one answer, max_tokens in "
+        "the model's config. Ask me to continue.)"
+    ),
+    "context_window": (
+        "(The answer was cut off here: the conversation filled the model's context window. "
+        "/new starts a fresh conversation.)"
+    ),
+    "content_filter": "(The answer was cut off here by the provider's content filter.)",
+}
+REFUSED = (
+    "(The model declined to answer this{because}. This exchange is left out of the conversation, "
+    "so you can rephrase and ask again.)"
+)
+ASKING = "I'd like to run this, and it needs your OK first ({reason}):\n\n{call}\n\n{how}"
+HOW_TO_ANSWER = "Press Run or Deny. No answer within {minutes} means Deny."
+NOT_ASKED = "(Not run: {tool} needs your OK ({reason}), and there is no way to ask you here.)"
+DENIED_RESULT = "Not run: the person pressed Deny. Do not try this again unless they ask."
+# What outside content a tool's output counts as (lib/agent/approval.py), by tool.
+OUTPUT_KINDS = {"web_fetch": "a web page", "web_search": "web search results", "bash": "command output"}
+
+# Any opening or closing tool_output tag however it is spelled: any case, spaces or a newline
+# inside, attributes. Tool output is untrusted (a web page, a file, another program's words).
+_FRAME_TAG = re.compile(r"<\s*/?\s*tool_output\b[^>]*>", re.IGNORECASE)
+
+
+def _as_data(name: str, output: str) -> str:
+    """Tool output wrapped as data (see prompt.DATA_RULE): no tag inside it can end the frame early
+    or open a new one, so nothing it says can pose as Ash's own words."""
+    safe = _FRAME_TAG.sub(lambda tag: "&lt;" + tag.group(0)[1:], output)
+    return f'<tool_output tool="{html.escape(name)}">\n{safe}\n</tool_output>'
+
+
+def output_kind(name: str) -> str:
+    if MCP_SEPARATOR in name:
+        return f"output of the MCP tool {name}"
+    return OUTPUT_KINDS.get(name, f"output of {name}")
+
+
+def show_call(name: str, tool_input: dict) -> str:
+    """The exact call, as Markdown: a lone string argument (a command, a URL) verbatim in a code
+    block, anything else as JSON. The fence outgrows any run of backticks inside."""
+    values = list(tool_input.values())
+    body = values[0] if len(values) == 1 and isinstance(values[0], str) else json.dumps(tool_input, indent=2)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"**{name}**\n{fence}\n{body}\n{fence}"
+
+
+def _notice(stop_reason: str, explanation: str) -> str:
+    """What the person is told about an answer that was cut or refused."""
+    if stop_reason == "refusal":
+        return REFUSED.format(because=f": {explanation.rstrip('.')}" if explanation else "")
+    return CUT_NOTICES[stop_reason]
+
+
+def final_answer(steps_text: list[str], notices: list[str]) -> str:
+    """The answer as shown and stored: every step's text, then any notice about how it ended."""
+    return "\n\n".join([*steps_text, *notices]) if steps_text or notices else EMPTY_ANSWER
+
+
+def minutes(seconds: float) -> str:
+    whole = max(1, round(seconds / 60))
+    return f"{whole} minute{'s' if whole != 1 else ''}"
+
+
+@dataclass
+class Loop:
+    """One run of the loop: what it needs besides the turn's state."""
+
+    runtime: Runtime
+    sink: OutputSink
+    tools: dict[str, Tool]
+    specs: tuple
+    context: ToolContext
+    tool_watcher: ToolWatcher | None = None
+    approvals: Approvals | None = None
+    # A parked call's answer, when resuming: True run it, False do not.
+    decided: bool | None = None
+
+
+async def _run_tool(loop: Loop, use: ToolUseBlock) -> tuple[ToolResultBlock, ToolResult]:
+    """Run one tool call, record it, and return its tool_result block and result."""
+    started = monotonic_ms()
+    tool = loop.tools.get(use.name)
+    if tool is None:
+        result = ToolResult(f"There is no tool named {use.name!r}.", is_error=True)
+    else:
+        try:
+            args = msgspec.convert(use.input, tool.Input, strict=False)
+        except msgspec.ValidationError as exc:
+            result = ToolResult(f"Invalid input for {use.name}: {exc}", is_error=True)
+        else:
+            try:
+                result = await tool.execute(args, loop.context)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("tool %s failed", use.name)
+                result = ToolResult(f"The tool failed: {type(exc).__name__}: {exc}", is_error=True)
+    await record_run(loop, use, result, monotonic_ms() - started)
+    return ToolResultBlock(use.id, _as_data(use.name, result.output), is_error=result.is_error), result
+
+
+async def record_run(loop: Loop, use: ToolUseBlock, result: ToolResult, duration_ms: int = 0) -> None:
+    from lib.tools.record import record_tool_run
+
+    await asyncio.to_thread(
+        lambda: record_tool_run(
+            loop.runtime.db.conn(),
+            loop.context,
+            tool_name=use.name,
+            tool_input=use.input,
+            result=result,
+            duration_ms=duration_ms,
+        )
+    )
+
+
+async def _not_run(loop: Loop, use: ToolUseBlock, why: str) -> ToolResultBlock:
+    """A call that does not run still gets a result (the model APIs reject a call without one)."""
+    result = ToolResult(why, is_error=True)
+    await record_run(loop, use, result)
+    return ToolResultBlock(use.id, _as_data(use.name, why), is_error=True)
+
+
+async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> ApprovalRequest | None:
+    """Run the step's remaining calls in order; returns the question when the turn parks."""
+    from lib.agent import pending
+
+    settings = loop.runtime.settings.config.sandbox
+    while state.uses:
+        use = state.uses[0]
+        decided, loop.decided = loop.decided, None
+        if decided is None:
+            reason = approval_reason(
+                settings.approval, use.name, use.input, outside=state.outside, own_words=state.own_words
+            )
+            if reason is not None:
+                action_id = await asyncio.to_thread(
+                    lambda r=reason: pending.park(
+                        loop.runtime.db.conn(), state, reason=r, timeout=settings.approval_timeout
+                    )
+                )
+                request = ApprovalRequest(action_id, use.name, use.input, reason, settings.approval_timeout)
+                decided = await loop.approvals.ask(request) if loop.approvals is not None else False
+                if decided is None:
+                    return request  # parked: the press resumes it
+                status = "approved" if decided else "denied"
+                await asyncio.to_thread(
+                    lambda s=status, a=action_id: pending.decide(loop.runtime.db.conn(), a, s, state.turn.user_id)
+                )
+                if loop.approvals is None:
+                    state.done.append(NOT_ASKED.format(tool=use.name, reason=reason))
+        state.uses.pop(0)
+        result.tool_calls.append(use.name)
+        state.tool_calls.append(use.name)
+        if decided is False:
+            state.results.append(await _not_run(loop, use, DENIED_RESULT))
+            continue
+        if loop.tool_watcher is not None:
+            await loop.tool_watcher.tool_started(use.name, use.input)
+        block, outcome = await _run_tool(loop, use)
+        state.results.append(block)
+        if loop.tool_watcher is not None:
+            await loop.tool_watcher.tool_finished(use.name, is_error=block.is_error)
+        if output_is_outside(use.name, outcome.metadata):
+            state.outside.append(output_kind(use.name))
+    return None
+
+
+async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, ApprovalRequest | None]:
+    """Run the loop from `state` until the model stops, the step limit, or a parked call.
+
+    Returns the result, the answer text to store (every step's text, with notices), and the
+    question when the turn parked. The sink has been finished (or failed) either way; on a
+    failure the result has ok=False."""
+    from lib.agent.models import record, router_for
+
+    runtime, sink, turn = loop.runtime, loop.sink, state.turn
+    max_steps = runtime.settings.config.agent.max_steps
+    result = TurnResult(text="", steps=state.step, input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+    shown_from = len(state.done)  # a resumed turn writes a new message: only what comes now
+    current: list[str] = []  # text of the step being streamed
+    notices: list[str] = []
+
+    def shown() -> str:
+        return "\n\n".join(t for t in [*state.done[shown_from:], "".join(current)] if t)
+
+    async def on_text(delta: str) -> None:
+        current.append(delta)
+        await sink.update(shown())
+
+    async def on_restart() -> None:
+        # The attempt died mid-stream: take its text back before another attempt answers.
+        current.clear()
+        await sink.update(shown() or "…")
+
+    question = None
+    try:
+        async with router_for(runtime, state.preset) as router:
+            while True:
+                if state.uses:
+                    question = await _run_calls(loop, state, result)
+                    if question is not None:
+                        break
+                    state.messages.append(Message("user", tuple(state.results)))
+                    state.results = []
+                if state.step >= max_steps:
+                    break
+                state.step += 1
+                if state.step > 1:
+                    await sink.typing()
+                response = await router.stream(
+                    system=state.system,
+                    messages=tuple(state.messages),
+                    tools=loop.specs,
+                    on_text=on_text,
+                    on_restart=on_restart,
+                )
+                current.clear()
+                await record(runtime, response, user_id=turn.user_id, session_id=state.session_id, purpose="chat")
+                result.steps = state.step
+                state.input_tokens += response.usage.input_tokens
+                state.output_tokens += response.usage.output_tokens
+                if response.text.strip():
+                    state.done.append(response.text.strip())
+                if response.incomplete:
+                    # A cut answer's tool calls may be cut too: none of them runs.
+                    result.incomplete = response.stop_reason
+                    notices.append(_notice(response.stop_reason, response.stop_explanation))
+                    break
+                uses = response.tool_uses
+                if not uses:
+                    break
+                if state.step == max_steps:
+                    notices.append(STEP_LIMIT.format(steps=max_steps))
+                    break
+                state.messages.append(Message("assistant", tuple(response.content)))
+                state.uses, state.results = list(uses), []
+    except Exception as exc:
+        if isinstance(exc, LLMError):  # the provider said why; no traceback needed
+            log.warning("turn for user %s failed: %s", turn.user_id, exc.message)
+        else:
+            log.exception("turn for user %s failed", turn.user_id)
+        text = user_message(exc)
+        await sink.fail(text)
+        result.text, result.ok = text, False
+        result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
+        return result, "", None
+    result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
+    stored = final_answer(state.done, notices)
+    if question is not None:
+        result.waiting_for = question.id
+        ask = ASKING.format(
+            reason=question.reason,
+            call=show_call(question.tool_name, question.tool_input),
+            how=HOW_TO_ANSWER.format(minutes=minutes(question.timeout)),
+        )
+        shown_now = "\n\n".join(t for t in [*state.done[shown_from:], ask] if t)
+        stored = "\n\n".join([*state.done, f"(Waiting for the person's OK to run {question.tool_name}.)"])
+        result.text = shown_now
+        await sink.finish(shown_now)
+        return result, stored, question
+    shown_now = final_answer(state.done[shown_from:], notices) if shown_from else stored
+    result.text = shown_now
+    await sink.finish(shown_now)
+    return result, stored, None
