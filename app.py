@@ -5,17 +5,20 @@ from litestar import Litestar
 from handlers.admin_backup import admin_backup
 from handlers.admin_export import admin_export
 from handlers.admin_memories import create_memory, delete_memory, list_memories
+from handlers.admin_restore import admin_restore
 from handlers.admin_schedules import cancel_schedule, list_schedules
 from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
 from handlers.admin_users import deny_user, get_user, list_users, put_user_notes
 from handlers.health import healthz, readyz
+from handlers.mcp_endpoint import mcp_endpoint
 from handlers.telegram_webhook import WEBHOOK_PATH, handle_webhook, telegram_webhook
 from lib.web.errors import EXCEPTION_HANDLERS
 from lib.web.fast_path import with_fast_path
 from lib.web.lean_app import without_pydantic_plugin
 from lib.web.lifespan import lifespan
+from lib.web.writer import with_writer_door
 
 with without_pydantic_plugin():
     app = Litestar(
@@ -38,10 +41,13 @@ with without_pydantic_plugin():
             cancel_schedule,
             admin_export,
             admin_backup,
+            admin_restore,
+            mcp_endpoint,
         ],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
     )
 
-# What `ash serve` runs: Telegram's webhook before Litestar's router (lib/web/fast_path.py).
-server = with_fast_path(app, WEBHOOK_PATH, handle_webhook)
+# What `ash serve` runs: the writer rule and the restore gate in front (lib/web/writer.py), then
+# Telegram's webhook before Litestar's router (lib/web/fast_path.py).
+server = with_writer_door(app, with_fast_path(app, WEBHOOK_PATH, handle_webhook), WEBHOOK_PATH)

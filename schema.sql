@@ -69,6 +69,12 @@ CREATE TABLE memories (
     superseded_at TEXT,
     source_message_id INTEGER REFERENCES messages (id) ON DELETE SET NULL,
     metadata TEXT NOT NULL DEFAULT '{}',
+    -- Times it was saved again (lib/memory/reinforce.py), and when it was last saved again or
+    -- retrieved; an extracted fact that is neither decays until gc retires it (retired_at:
+    -- kept, out of retrieval, restorable).
+    reinforced_count INTEGER NOT NULL DEFAULT 0,
+    last_reinforced_at TEXT,
+    retired_at TEXT,
     CHECK (owner_user_id IS NOT NULL OR is_global = 1)
 );
 CREATE INDEX memories_owner ON memories (owner_user_id, created_at);
@@ -304,3 +310,44 @@ CREATE TABLE schedule_runs (
     note TEXT,
     UNIQUE (schedule_id, scheduled_for)
 );
+
+-- Risky tool calls waiting for the person's Run / Deny (lib/agent/approval.py); a chat's
+-- updates run one at a time, so the turn is parked here and resumed by the button press.
+CREATE TABLE pending_actions (
+    id INTEGER PRIMARY KEY,
+    provider TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    -- Whose turn it is: only they may press Run.
+    user_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_input TEXT NOT NULL,
+    -- Why it waits: the outside content the turn holds, or "always".
+    reason TEXT NOT NULL,
+    -- The turn to resume (JSON: its input, system prompt, messages, steps so far).
+    state TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'superseded')),
+    created_at TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    decided_at TEXT,
+    decided_by TEXT,
+    -- The message that shows the buttons, once sent (so they can be taken away).
+    prompt_message_id INTEGER
+);
+CREATE INDEX pending_actions_open ON pending_actions (provider, chat_id, user_id) WHERE status = 'pending';
+CREATE INDEX pending_actions_expiry ON pending_actions (expires_at) WHERE status = 'pending';
+
+-- Tokens for Ash's MCP server (lib/mcp/tokens.py), stored only as the sha256 of their text.
+-- Revoked tokens keep their row: a server that ever had a token answers 401 to a wrong one.
+CREATE TABLE mcp_tokens (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    read_only INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1)),
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT,
+    last_used_at TEXT
+);
+CREATE INDEX mcp_tokens_user ON mcp_tokens (user_id);

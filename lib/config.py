@@ -132,6 +132,13 @@ class MemoryConfig(_Section):
     extraction_min_message_length: NonNegativeInt = 20
     extraction_debounce_seconds: NonNegative = 30.0
     extraction_confidence_threshold: Fraction = 0.7
+    # Saving a fact that is already there raises its confidence by this share of what is left
+    # to 1 (seed 001: +0.1 x (1 - c)) instead of storing a copy.
+    reinforcement_rate: Fraction = 0.1
+    # Confidence an extracted fact loses per week in which it is neither saved again nor
+    # retrieved; `ash memory gc` retires it once what is left falls to `retire_below`.
+    decay_per_week: Fraction = 0.05
+    retire_below: Fraction = 0.1
 
 
 class EmbeddingsConfig(_Section):
@@ -208,6 +215,25 @@ class WebFetchConfig(_Section):
     max_chars: Count = 20_000
 
 
+class McpServerConfig(_Section):
+    """One MCP server whose tools Ash offers the model as NAME__tool: a command (stdio) or a url."""
+
+    command: str | None = None
+    args: list[str] = msgspec.field(default_factory=list)
+    # Values may name environment variables as ${NAME}, resolved when the server starts.
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    # Seconds to start and list tools, and for one tool call; characters of output kept.
+    start_timeout: Positive = 15.0
+    call_timeout: Positive = 60.0
+    output_limit: Count = 16_000
+
+
+class McpConfig(_Section):
+    servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
+
+
 class SchedulerConfig(_Section):
     # Seconds a missed run (Ash was not running at its time) may be late and still run, with a
     # note that it is late; a later one is skipped and logged.
@@ -216,6 +242,21 @@ class SchedulerConfig(_Section):
     max_jobs_per_user: Count = 50
     # Seconds between runs of a task that runs a prompt: each run is a turn of the model.
     min_prompt_interval: Positive = 3600.0
+
+
+class ReplicaConfig(_Section):
+    """Replication with Litestream (on when ASH_REPLICA_URL is set) and who the writer is."""
+
+    # An S3-compatible endpoint (MinIO, R2, Tigris, B2); None: Amazon S3.
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    # Seconds between uploads of new transactions: the recovery point a lost machine can cost.
+    sync_interval: Positive = 1.0
+    # Hours of history the replica keeps for point-in-time restores (Litestream's snapshot retention).
+    retention_hours: Positive = 168.0
+    # The Fly machine id of the one machine that owns the database; None: every machine (a single
+    # one) is the writer, or, with Fly's PRIMARY_REGION set, the machines of that region.
+    writer: str | None = None
 
 
 class Config(_Section):
@@ -239,6 +280,8 @@ class Config(_Section):
     transcription: TranscriptionConfig = msgspec.field(default_factory=TranscriptionConfig)
     documents: DocumentsConfig = msgspec.field(default_factory=DocumentsConfig)
     web_fetch: WebFetchConfig = msgspec.field(default_factory=WebFetchConfig)
+    mcp: McpConfig = msgspec.field(default_factory=McpConfig)
+    replica: ReplicaConfig = msgspec.field(default_factory=ReplicaConfig)
 
 
 class Secrets(msgspec.Struct, kw_only=True):
@@ -269,6 +312,8 @@ class Settings(msgspec.Struct, kw_only=True):
     config_file_found: bool
     database_path: Path
     workspace: Path
+    # ASH_REPLICA_URL (s3://bucket/path): replicate the database with Litestream; None: off.
+    replica_url: str | None = None
 
     @property
     def bot_id(self) -> int:
@@ -453,6 +498,7 @@ def _check_values(config: Config, path: Path) -> None:
             f"{path}: `timezone`: expected an IANA time zone name such as Europe/Berlin, got {config.timezone!r}"
         ) from None
     _check_preset_names(config, path)
+    _check_mcp_servers(config, path)
     models = [("default_llm", config.default_llm), ("fallback_llm", config.fallback_llm)]
     models += [(_toml_key(["models", name]), preset) for name, preset in config.models.items()]
     for section, llm in models:
@@ -460,6 +506,22 @@ def _check_values(config: Config, path: Path) -> None:
             raise ConfigError(
                 f"{path}: `{section}.temperature`: Anthropic accepts a number from 0 to 1, got {llm.temperature}"
             )
+
+
+MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def _check_mcp_servers(config: Config, path: Path) -> None:
+    """Each MCP server is started one way, and its name can prefix a tool name (NAME__tool)."""
+    for name, server in config.mcp.servers.items():
+        key = _toml_key(["mcp", "servers", name])
+        if not MCP_SERVER_NAME.fullmatch(name) or "__" in name:
+            raise ConfigError(
+                f"{path}: `{key}`: a server name is 1 to 32 letters, digits, '-' or '_' without '__' "
+                f"(its tools are offered as NAME__tool), got {name!r}"
+            )
+        if (server.command is None) == (server.url is None):
+            raise ConfigError(f"{path}: `{key}`: give either `command` (stdio) or `url` (Streamable HTTP)")
 
 
 def _check_preset_names(config: Config, path: Path) -> None:
@@ -520,4 +582,5 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
         config_file_found=found,
         database_path=_expand(database, home) if database else home / "ash.db",
         workspace=_expand(workspace, home) if workspace else BUNDLED_WORKSPACE,
+        replica_url=_env(environ, "ASH_REPLICA_URL"),
     )

@@ -25,10 +25,12 @@ COMMANDS = {
     "sessions": ("sessions", "sessions"),
     "usage": ("usage", "usage"),
     "schedule": ("schedule", "schedule"),
+    "mcp": ("mcp", "mcp"),
     "webhook": ("webhook", "webhook"),
     "sandbox": ("sandbox", "sandbox"),
     "backup": ("backup", "backup"),
     "restore": ("backup", "restore"),
+    "replica": ("replica", "replica"),
 }
 
 

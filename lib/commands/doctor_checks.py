@@ -196,4 +196,7 @@ def run_checks() -> list[Check]:
     with _quiet_logs():
         local = [_guarded(check, settings) for check in LOCAL_CHECKS]
         remote = asyncio.run(remote_checks(settings))
-    return [config_check, *local, *remote]
+        from lib.commands.doctor_mcp import mcp_checks
+
+        mcp = mcp_checks(settings)
+    return [config_check, *local, *remote, *mcp]

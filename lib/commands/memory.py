@@ -1,4 +1,4 @@
-"""`ash memory list|search|add|remove|stats|gc|reindex`: knowledge entries and the search index."""
+"""`ash memory list|search|add|remove|stats|gc|restore|reindex`: knowledge entries and the search index."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def memory_stats(user_id: str | None) -> None:
     conn = open_db(settings)
     counts = knowledge.stats(conn, user_id)
     click.echo(f"entries{' of user ' + user_id if user_id else ''}: {counts['total']}")
-    for key in ("active", "superseded", "expired", "global"):
+    for key in ("active", "superseded", "expired", "retired", "global"):
         click.echo(f"  {key}: {counts[key]}")
     for source, n in counts["by_source"].items():
         click.echo(f"  from {source}: {n}")
@@ -133,13 +133,30 @@ def memory_stats(user_id: str | None) -> None:
 
 @memory.command("gc")
 def memory_gc() -> None:
-    """Remove expired entries and orphaned index rows; enforce [memory] max_entries."""
+    """Remove expired entries and orphaned index rows; enforce [memory] max_entries; retire
+    extracted facts that decayed (`ash memory restore ID` brings one back)."""
     from lib.memory import gc
 
     settings = settings_or_exit()
     conn = open_db(settings)
     counts = gc.collect(conn, settings, actor="cli")
-    click.echo(f"expired: {counts['expired']}, evicted: {counts['evicted']}, orphaned index rows: {counts['orphans']}")
+    click.echo(
+        f"expired: {counts['expired']}, evicted: {counts['evicted']}, orphaned index rows: {counts['orphans']}, "
+        f"retired: {counts['retired']}"
+    )
+
+
+@memory.command("restore")
+@click.argument("memory_id", type=int)
+def memory_restore(memory_id: int) -> None:
+    """Bring back an extracted fact that gc retired after it decayed."""
+    from lib.memory import decay
+
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    if not decay.restore(conn, settings, memory_id, actor="cli"):
+        raise click.ClickException(f"memory #{memory_id} is not retired; see `ash memory list --all`")
+    click.echo(f"restored memory #{memory_id}")
 
 
 @memory.command("reindex")

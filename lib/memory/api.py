@@ -9,7 +9,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate
-from lib.memory import store
+from lib.memory import reinforce, store
 from lib.memory.extraction import enqueue as enqueue_extraction
 from lib.memory.index import index_messages
 from lib.memory.retrieval import search_all
@@ -58,6 +58,9 @@ def retrieve_context(
             continue
         kept.append(result)
         spent += cost
+    # Being retrieved counts as use: extracted facts that keep coming up do not decay.
+    used = [r.id for r in kept if r.source_type == "knowledge" and r.metadata.get("source") == "extraction"]
+    reinforce.touch(conn, used)
     return kept
 
 

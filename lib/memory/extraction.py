@@ -24,7 +24,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import Database, immediate, one, rows
-from lib.memory import knowledge, store
+from lib.memory import knowledge, reinforce, store
 from lib.memory.forget import EXTRACTION_CURSOR_KEY
 
 log = logging.getLogger("ash.memory.extraction")
@@ -87,6 +87,8 @@ class Report:
     stored: list[int] = field(default_factory=list)
     dropped: int = 0
     superseded: dict[int, int] = field(default_factory=dict)  # old id -> new id
+    # Facts that were already known: the entry saying them was reinforced, not copied.
+    reinforced: list[int] = field(default_factory=list)
     error: str | None = None
 
 
@@ -247,7 +249,16 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
     message_ids = {m["id"] for m in messages}
     kept = []
     for fact in facts:
-        if fact.confidence < memory.extraction_confidence_threshold or fact.content.casefold() in known_texts:
+        if fact.confidence < memory.extraction_confidence_threshold:
+            report.dropped += 1
+            continue
+        # Known already (the same words, or nearly): strengthen what is stored instead of copying it.
+        again = await asyncio.to_thread(reinforce.find_duplicate, db.conn(), user_id, fact.content)
+        if again is not None:
+            await asyncio.to_thread(reinforce.reinforce, db.conn(), settings, again)
+            report.reinforced.append(again)
+            continue
+        if fact.content.casefold() in known_texts:  # twice in this run
             report.dropped += 1
             continue
         known_texts.add(fact.content.casefold())

@@ -1,4 +1,5 @@
-"""Memory garbage collection: expired entries, orphaned index rows, and the `max_entries` cap.
+"""Memory garbage collection: expired entries, orphaned index rows, the `max_entries` cap, and
+retiring extracted facts that decayed (lib/memory/decay.py).
 
 Value, for eviction under `max_entries` (per owner): superseded entries go first (their newer
 version stays), then the lowest confidence, then the oldest. Deleting an entry also deletes
@@ -11,7 +12,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import knowledge, store
+from lib.memory import decay, knowledge, store
 
 EXPIRED_SQL = "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY id"
 # Rank each owner's entries from most to least valuable; those past the cap are evicted.
@@ -50,7 +51,9 @@ def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None
         if cap is not None:
             evicted = _delete_with_history(conn, [r["id"] for r in rows(conn, OVER_CAP_SQL, (max(cap, 0),))])
         orphans = index.prune_orphans(conn)
-        counts = {"expired": expired, "evicted": evicted, "orphans": orphans}
+        # Facts Ash extracted that nothing confirmed for long enough (lib/memory/decay.py).
+        retired = len(decay.retire_decayed(conn, settings, now=now, actor=actor))
+        counts = {"expired": expired, "evicted": evicted, "orphans": orphans, "retired": retired}
         if expired or evicted or orphans:
             store.audit(conn, actor, "memory_gc", None, **counts)
     return counts

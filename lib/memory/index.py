@@ -38,9 +38,10 @@ AFTER_SQL = """
 SELECT role, content, metadata FROM messages
 WHERE session_id = ? AND id > ? AND role IN ('user', 'assistant') ORDER BY id LIMIT 1
 """
+# Retired entries (lib/memory/decay.py) stay out of the index until they are restored.
 MEMORIES_SQL = """
 SELECT id, owner_user_id, is_global, content, created_at
-FROM memories WHERE id IN (SELECT value FROM json_each(?))
+FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND retired_at IS NULL
 """
 INDEXED_MESSAGE_IDS_SQL = "SELECT id FROM messages WHERE role IN ('user', 'assistant') ORDER BY id"
 CHUNK_IDS_SQL = "SELECT id FROM search_chunks WHERE kind = ? AND ref_id = ?"
@@ -201,6 +202,13 @@ def index_memory(conn: apsw.Connection, settings: Settings, memory_id: int) -> N
     """(Re)index one knowledge entry. A missing id is a no-op."""
     found, chunks = _memory_chunks(conn, [memory_id])
     _write(conn, settings, "memory", found, chunks)
+
+
+def index_memories(conn: apsw.Connection, settings: Settings, memory_ids: list[int], *, embed: bool = True) -> None:
+    """Index several knowledge entries at once (one embedding call for all their chunks, unless
+    `embed` is False: then only full-text rows are written and `backfill_vectors` embeds them later)."""
+    found, chunks = _memory_chunks(conn, memory_ids)
+    _write(conn, settings, "memory", found, chunks, embed=embed)
 
 
 def unindex(conn: apsw.Connection, kind: str, ref_id: int) -> None:

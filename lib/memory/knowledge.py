@@ -17,8 +17,8 @@ from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
 from lib.memory import store
 
-# An entry retrieval may return: not superseded, not expired.
-ACTIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now)"
+# An entry retrieval may return: not superseded, not expired, not retired (lib/memory/decay.py).
+ACTIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL"
 
 COLUMNS = """id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
 superseded_by, superseded_at, source_message_id, metadata"""
@@ -47,14 +47,18 @@ WITH RECURSIVE chain(id) AS (
 )
 SELECT id FROM chain
 """
+# A document's sections (lib/memory/documents.py) are what a file said, not facts about the
+# person: /memory, extraction and the admin view of a user leave them out.
 ACTIVE_FACTS_SQL = f"""
 SELECT {COLUMNS} FROM memories
-WHERE owner_user_id = :owner AND {ACTIVE_SQL}
+WHERE owner_user_id = :owner AND source != 'document' AND {ACTIVE_SQL}
 ORDER BY created_at, id
 """
 STATS_SQL = """
 SELECT count(*) AS total,
-       coalesce(sum(superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now)), 0) AS active,
+       coalesce(sum(superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL), 0)
+           AS active,
+       coalesce(sum(retired_at IS NOT NULL), 0) AS retired,
        coalesce(sum(superseded_by IS NOT NULL), 0) AS superseded,
        coalesce(sum(expires_at IS NOT NULL AND expires_at <= :now), 0) AS expired,
        coalesce(sum(is_global), 0) AS global

@@ -45,6 +45,8 @@ STEPS: list[Step] = [
     _sql_step("m007_denied_users"),
     _sql_step("m008_chat_models"),
     _sql_step("m009_schedules"),
+    _sql_step("m010_approvals"),
+    _sql_step("m011_mcp"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

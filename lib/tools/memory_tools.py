@@ -42,12 +42,13 @@ class Remember:
 
     async def execute(self, args: Remember.Input, context: ToolContext) -> ToolResult:
         """Store the entry for the asking user."""
-        from lib.memory import knowledge
+        from lib.memory import reinforce
 
         db, settings = _db_and_settings(context)
 
-        def add() -> int:
-            return knowledge.add(
+        def add() -> reinforce.Saved:
+            # Saying it again strengthens the entry that holds it rather than adding a copy.
+            return reinforce.save(
                 db.conn(),
                 settings,
                 args.content,
@@ -57,10 +58,11 @@ class Remember:
             )
 
         try:
-            memory_id = await asyncio.to_thread(add)
+            saved = await asyncio.to_thread(add)
         except ValueError as exc:
             return ToolResult(output=str(exc), is_error=True)
-        return ToolResult(output=f"Remembered (memory #{memory_id}).", metadata={"memory_id": memory_id})
+        said = "Already remembered; reinforced" if saved.reinforced else "Remembered"
+        return ToolResult(output=f"{said} (memory #{saved.id}).", metadata={"memory_id": saved.id})
 
 
 class Recall:
@@ -94,7 +96,9 @@ class Recall:
             when = str(r.metadata.get("created_at", ""))[:10]
             label = f"memory #{r.id}" if r.source_type == "knowledge" else f"message from {when or 'earlier'}"
             lines.append(f"- [{label}] {r.content}")
-        return ToolResult(output="\n".join(lines), metadata={"ids": [r.id for r in results]})
+        # A document's text is someone else's words: the turn then holds outside content.
+        untrusted = any(r.metadata.get("untrusted") for r in results)
+        return ToolResult(output="\n".join(lines), metadata={"ids": [r.id for r in results], "untrusted": untrusted})
 
 
 class Forget:

@@ -27,9 +27,16 @@ def available_tools(settings: Settings) -> list[Tool]:
         tools.append(web_search.WebSearchTool())
     if web_fetch.enabled(settings):
         tools.append(web_fetch.WebFetchTool())
+    if settings.config.mcp.servers:
+        from lib.tools.mcp_client import mcp_tools
+
+        tools.extend(mcp_tools(settings))
     return tools
 
 
 def tool_specs(tools: list[Tool]) -> tuple[ToolSpec, ...]:
-    """The tools as the model sees them."""
-    return tuple(ToolSpec(tool.name, tool.description, input_schema(tool.Input)) for tool in tools)
+    """The tools as the model sees them (an MCP server's tool brings its own JSON schema)."""
+    return tuple(
+        ToolSpec(tool.name, tool.description, getattr(tool, "input_schema", None) or input_schema(tool.Input))
+        for tool in tools
+    )

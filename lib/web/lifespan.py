@@ -25,6 +25,7 @@ from litestar import Litestar
 from lib.config import load_settings
 from lib.db import Database
 from lib.redact import install as install_redaction
+from lib.replica.writer import writer_rule
 from lib.runtime import Runtime
 from lib.web.state import Services
 
@@ -71,9 +72,9 @@ def agent_turn(runtime: Runtime, services: Services) -> Runner:
     turn, not at start-up: cold start is how long Telegram waits after a deploy."""
 
     async def run(turn: TurnInput, sink: TelegramSink) -> TurnResult:
-        from lib.agent.turn import run_turn
+        from lib.telegram.approvals import run_agent_turn
 
-        return await run_turn(
+        return await run_agent_turn(
             runtime, turn, sink, housekeeper=services.memory, on_schedule_change=lambda: schedule_changed(services)
         )
 
@@ -120,15 +121,28 @@ async def publish_command_menu(runtime: Runtime, delay: float = MENU_DELAY) -> N
 async def start_services(runtime: Runtime, services: Services) -> None:
     """Start every background service, in the order they depend on each other."""
     from lib.inbox.writer import InboxWriter
-    from lib.memory.service import MemoryService
-    from lib.telegram.updates import telegram_worker
 
     services.writer = InboxWriter(runtime.settings.database_path, runtime.settings.bot_id)
     await services.writer.start()
+    await start_turns(runtime, services)
+
+
+async def start_turns(runtime: Runtime, services: Services) -> None:
+    """Start what takes and runs turns: the update processor, memory housekeeping, the scheduler
+    (also after a restore, lib/web/restore.py)."""
+    from lib.memory.service import MemoryService
+    from lib.telegram.updates import telegram_worker
+
     services.memory = MemoryService(runtime.db, runtime.settings, complete=model_text(runtime))
-    services.processor = telegram_worker(runtime, runner=agent_turn(runtime, services))
+    services.processor = telegram_worker(
+        runtime, runner=agent_turn(runtime, services), on_schedule_change=lambda: schedule_changed(services)
+    )
     await services.processor.start()
     await services.memory.start()
+    if runtime.settings.config.mcp.servers:
+        from lib.tools.mcp_client import warm_up
+
+        warm_up(runtime.settings)  # outside MCP servers' tools, listed on a thread of their own
     if runtime.settings.secrets.telegram_bot_token:
         services.command_menu = asyncio.create_task(publish_command_menu(runtime), name="ash-command-menu")
         # Without a token nothing could be sent: tasks stay due, and fire (late) once there is one.
@@ -137,15 +151,25 @@ async def start_services(runtime: Runtime, services: Services) -> None:
 
 async def stop_services(services: Services) -> None:
     """Stop in reverse: turns and housekeeping first, the webhook's writer last."""
+    await stop_turns(services)
+    if services.writer is not None:
+        await services.writer.stop()
+
+
+async def stop_turns(services: Services) -> None:
+    """Stop taking turns: running ones are cancelled and release their claims (they resume, editing
+    the message they had started, when the processor starts again)."""
     for task in (services.command_menu, services.scheduler_start):
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     # The scheduler first: nothing is queued once the processor is gone.
-    for service in (services.scheduler, services.memory, services.processor, services.writer):
+    for service in (services.scheduler, services.memory, services.processor):
         if service is not None:
             await service.stop()
+    services.command_menu = services.scheduler_start = services.scheduler = None
+    services.memory = services.processor = None
 
 
 def close_database(runtime: Runtime) -> None:
@@ -169,8 +193,14 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     app.state.services = services
     if not settings.secrets.telegram_webhook_secret:
         log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
+    # One writer owns the database; another machine runs no processor, tick, scheduler or
+    # Litestream and replays whatever writes to the writer (lib/web/writer.py).
+    app.state.writer_rule = rule = writer_rule(settings, os.environ)
     try:
-        await start_services(runtime, services)
+        if rule.is_writer:
+            await start_services(runtime, services)
+        else:
+            log.warning("%s; no update processor or scheduler runs here", rule.describe())
         yield
     finally:
         await stop_services(services)

@@ -52,6 +52,7 @@ def test_example_config_is_valid_and_documents_every_section():
         assert f"[{section}]" in text
     assert "[brave_search]" in text
     assert "# [models.fast]" in text  # model presets: commented examples
+    assert "# [mcp.servers.files]" in text and "${TRACKER_TOKEN}" in text  # MCP servers: commented examples
     assert config.memory.recency_window == 10
 
 
@@ -173,3 +174,13 @@ def test_endpoint_overrides_must_be_origins(monkeypatch, ash_home):
     monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434")
     with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
         load_settings()
+
+
+def test_mcp_servers_need_one_way_to_start_and_a_name_that_prefixes_tools(ash_home):
+    stdio = '[mcp.servers.files]\ncommand = "npx"\nargs = ["-y", "server"]\nenv = { KEY = "${FILES_KEY}" }\n'
+    config = parse_config(stdio, Path("c.toml"))
+    assert config.mcp.servers["files"].env == {"KEY": "${FILES_KEY}"}  # resolved when the server starts
+    with pytest.raises(ConfigError, match="either `command`"):
+        parse_config('[mcp.servers.both]\ncommand = "x"\nurl = "http://h/mcp"\n', Path("c.toml"))
+    with pytest.raises(ConfigError, match="without '__'"):
+        parse_config('[mcp.servers.a__b]\ncommand = "x"\n', Path("c.toml"))

@@ -5,7 +5,8 @@ import sys
 
 CHECK = """
 import sys, app
-slow = [m for m in ("pydantic", "litestar.plugins.pydantic", "anthropic", "openai", "numpy", "onnxruntime", "docker")
+slow = [m for m in ("pydantic", "litestar.plugins.pydantic", "anthropic", "openai", "numpy", "onnxruntime", "docker",
+                   "mcp", "mcp_types", "lib.mcp.server")
         if m in sys.modules]
 assert not slow, slow
 import pydantic  # still importable for the LLM SDKs that need it

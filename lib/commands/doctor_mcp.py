@@ -1,0 +1,26 @@
+"""`ash doctor`'s lines for outside MCP servers: each one started, and the tools it offers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lib.commands.doctor_result import Check
+from lib.config import Settings
+
+
+def mcp_checks(settings: Settings) -> list[Check]:
+    """One line per `[mcp.servers.NAME]`: its tools as the model sees them, or why it failed."""
+    if not settings.config.mcp.servers:
+        return []
+    from lib.tools.mcp_client import SEPARATOR, discover
+
+    checks = []
+    for listed in asyncio.run(discover(settings)):
+        name = f"mcp server {listed.server}"
+        if listed.error is not None:
+            hint = "check its command/url in config.toml and that every ${VAR} it names is set"
+            checks.append(Check(name, "warn", f"not started, skipped: {listed.error}", hint))
+            continue
+        tools = ", ".join(f"{listed.server}{SEPARATOR}{t.name}" for t in listed.tools) or "no tools"
+        checks.append(Check(name, "ok", f"{len(listed.tools)} tool(s): {tools}"))
+    return checks

@@ -1,0 +1,65 @@
+"""A small MCP server written with the SDK's own MCPServer, for the client tests.
+
+Run as `python stub_server.py stdio`, or `python stub_server.py http PORT TOKEN` (Streamable
+HTTP at /mcp, answering 401 unless `Authorization: Bearer TOKEN` is sent).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("stub")
+
+
+@server.tool()
+def shout(text: str) -> str:
+    """Return the text in capitals."""
+    return text.upper() + "!"
+
+
+@server.tool()
+def environment() -> str:
+    """Every environment variable this server process sees, as JSON."""
+    return json.dumps(dict(os.environ))
+
+
+@server.tool()
+def long_output(characters: int) -> str:
+    """A text of the given length."""
+    return "x" * characters
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers."""
+    await anyio.sleep(3600)
+    return "too late"
+
+
+def _with_token(app, token: str):
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            sent = dict(scope["headers"]).get(b"authorization", b"").decode()
+            if sent != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        import uvicorn
+
+        port, token = int(sys.argv[2]), sys.argv[3]
+        app = server.streamable_http_app(json_response=True, stateless_http=True)
+        uvicorn.run(_with_token(app, token), host="127.0.0.1", port=port, log_level="warning")

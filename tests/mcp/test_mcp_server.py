@@ -1,0 +1,225 @@
+"""Ash's memory as an MCP server, driven by the SDK's own client: over Streamable HTTP against a
+real `ash serve` (granian) and over stdio against `ash mcp serve`, on real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from contextlib import asynccontextmanager
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from lib.config import load_settings
+from lib.db import connect
+from lib.memory import api, knowledge, store
+from lib.migrations import migrate
+from tests.support.faults import ASH, AshServer, server_env, write_config
+from tests.support.memory_surfaces import say
+
+ALICE, BOB = "1001", "2002"
+GROUP = "-100777"
+ALL_TOOLS = {"recall", "remember", "forget", "list_memories", "search_history", "export"}
+READING_TOOLS = {"recall", "list_memories", "search_history", "export"}
+
+
+def ash(home, *args: str) -> str:
+    """Run an `ash` command against this home; its stdout."""
+    env = server_env(home, None)
+    done = subprocess.run([str(ASH), *args], env=env, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout
+
+
+def new_token(home, user: str, *extra: str) -> str:
+    """`ash mcp token create`; the token is alone on the last line."""
+    return ash(home, "mcp", "token", "create", "--user", user, *extra).strip().splitlines()[-1]
+
+
+def seed(home) -> None:
+    """Bob's private facts and words; a group where Alice and Bob both spoke; Alice's notes."""
+    settings = load_settings()
+    conn = connect(settings.database_path)
+    migrate(conn)
+    say(conn, settings, BOB, "My locker combination is marmalade 4711")
+    knowledge.add(conn, settings, "Bob's passport number is P-998877", owner_user_id=BOB, source="tool")
+    # A group's transcript is owned by the group (lib/memory/scope.py), whoever spoke.
+    say(conn, settings, BOB, "Group chat: my zebra costume is ready", chat_id=GROUP, chat_type="group")
+    conn.execute(
+        "UPDATE messages SET owner_user_id = ? WHERE session_id IN (SELECT id FROM sessions WHERE chat_id = ?)",
+        (f"chat:{GROUP}", GROUP),
+    )
+    store.set_notes(conn, ALICE, "- Alice is a chemist in Lyon")
+    conn.close()
+
+
+@pytest.fixture
+def home(ash_home):
+    write_config(ash_home, allowed=[int(ALICE), int(BOB)])
+    seed(ash_home)
+    return ash_home
+
+
+@pytest.fixture
+def server(home):
+    running = AshServer(home, server_env(home, None)).start()
+    yield running
+    running.stop()
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str):
+    """The SDK's client over Streamable HTTP with a bearer token."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+def text(result) -> str:
+    assert not result.is_error, result.content
+    return result.content[0].text
+
+
+async def test_http_remember_recall_forget_and_isolation(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    # Never enabled: no token was ever made.
+    assert server.http.post("/mcp", json={}).status_code == 403
+    alice = new_token(home, ALICE, "--name", "laptop")
+    assert alice.startswith("ashmcp_")
+
+    async with http_client(url, alice) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == ALL_TOOLS
+        saved = json.loads(text(await client.call_tool("remember", {"content": "Alice grows saffron on her balcony"})))
+        found = json.loads(text(await client.call_tool("recall", {"query": "saffron balcony"})))
+        assert [f["id"] for f in found if f["kind"] == "memory"] == [saved["id"]]
+
+        # Bob's memory and the group's transcript are out of reach, whatever is asked.
+        for tool in ("recall", "search_history"):
+            for query in ("marmalade locker combination", "passport P-998877", "zebra costume"):
+                assert json.loads(text(await client.call_tool(tool, {"query": query}))) == []
+        exported = text(await client.call_tool("export", {}))
+        assert "saffron" in exported and "Lyon" in exported
+        for secret in ("marmalade", "P-998877", "zebra"):
+            assert secret not in exported
+        listed = json.loads(text(await client.call_tool("list_memories", {"limit": 50})))
+        assert [m["content"] for m in listed] == ["Alice grows saffron on her balcony"]
+        # Forgetting Bob's entry by its id is refused: it is not Alice's.
+        bob_entry = knowledge.list_entries(connect(load_settings().database_path), owner_user_id=BOB)[0]
+        refused = await client.call_tool("forget", {"id": bob_entry.id})
+        assert refused.is_error
+
+        notes = await client.read_resource("ash://profile/notes")
+        assert "chemist in Lyon" in notes.contents[0].text
+
+        forgot = json.loads(text(await client.call_tool("forget", {"id": saved["id"]})))
+        assert forgot["deleted_memory_ids"] == [saved["id"]]
+
+    # Gone for Telegram turns too: the retrieval a turn in Alice's private chat runs finds nothing.
+    settings = load_settings()
+    conn = connect(settings.database_path)
+    assert knowledge.get(conn, saved["id"]) is None
+    assert api.retrieve_context(conn, settings, user_id=ALICE, query="saffron balcony") == []
+    audit = conn.execute("SELECT actor, action FROM audit_log WHERE actor LIKE 'mcp:%' ORDER BY id").fetchall()
+    assert audit == [("mcp:laptop", "memory_remember"), ("mcp:laptop", "forget_memory")]
+    # Only the token's hash is stored; the server never logged it.
+    assert alice not in {r[0] for r in conn.execute("SELECT token_hash FROM mcp_tokens")}
+    assert alice not in server.output()
+    conn.close()
+
+
+async def test_bob_token_never_sees_alice_and_read_only_token_cannot_write(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    alice = new_token(home, ALICE)
+    async with http_client(url, alice) as client:
+        await client.call_tool("remember", {"content": "Alice's bike lock code is 2468"})
+    bob = new_token(home, BOB, "--read-only", "--name", "bob-reader")
+    async with http_client(url, bob) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == READING_TOOLS
+        assert json.loads(text(await client.call_tool("recall", {"query": "bike lock code 2468"}))) == []
+        found = json.loads(text(await client.call_tool("recall", {"query": "passport number"})))
+        assert [f["content"] for f in found] == ["Bob's passport number is P-998877"]
+        refused = await client.call_tool("remember", {"content": "should not be stored"})
+        assert refused.is_error
+    conn = connect(load_settings().database_path)
+    assert conn.execute("SELECT count(*) FROM memories WHERE content = 'should not be stored'").fetchone()[0] == 0
+    conn.close()
+
+
+async def test_wrong_revoked_and_expired_tokens_get_401(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    alice = new_token(home, ALICE, "--name", "phone")
+    expiring = new_token(home, ALICE, "--expires", "1")
+    post = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for header in ("Bearer ashmcp_wrong", "Bearer " + alice[:-1], "Basic " + alice, "", alice):
+        answer = server.http.post("/mcp", json=post, headers={"Authorization": header} if header else {})
+        assert answer.status_code == 401, header
+        assert answer.headers["www-authenticate"] == "Bearer"
+
+    async with http_client(url, alice) as client:
+        await client.list_tools()
+        (token_id,) = [
+            line.split()[0][1:] for line in ash(home, "mcp", "token", "list").splitlines() if "phone" in line
+        ]
+        ash(home, "mcp", "token", "revoke", token_id)
+        with pytest.raises(MCPError):
+            await client.list_tools()  # the same client, one call later
+    assert "revoked" in ash(home, "mcp", "token", "list")
+
+    conn = connect(load_settings().database_path)
+    conn.execute("UPDATE mcp_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE expires_at IS NOT NULL")
+    conn.close()
+    headers = {"Authorization": f"Bearer {expiring}", "Accept": "application/json, text/event-stream"}
+    assert httpx.post(url, json=post, headers=headers).status_code == 401
+
+
+async def test_stateless_the_server_restarts_between_two_calls(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    alice = new_token(home, ALICE)
+    async with http_client(url, alice) as client:
+        saved = json.loads(text(await client.call_tool("remember", {"content": "Alice's kiln fires at 1240 C"})))
+        server.stop()
+        # A new process on the same port: nothing of the first one survives.
+        second = AshServer(home, server_env(home, None), name="ash-second")
+        second.port, second.http = server.port, httpx.Client(base_url=f"http://127.0.0.1:{server.port}")
+        second.start()
+        try:
+            found = json.loads(text(await client.call_tool("recall", {"query": "kiln fires"})))
+        finally:
+            second.stop()
+    assert [f["id"] for f in found if f["kind"] == "memory"] == [saved["id"]]
+
+
+async def test_remembering_again_reinforces_instead_of_copying(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    async with http_client(url, new_token(home, ALICE)) as client:
+        first = json.loads(text(await client.call_tool("remember", {"content": "Alice is allergic to kiwi"})))
+        again = json.loads(text(await client.call_tool("remember", {"content": "alice is allergic to kiwi."})))
+    assert again == {"id": first["id"], "reinforced": True}
+    conn = connect(load_settings().database_path)
+    count, reinforced = conn.execute(
+        "SELECT count(*), max(reinforced_count) FROM memories WHERE content LIKE '%kiwi%'"
+    ).fetchone()
+    conn.close()
+    assert (count, reinforced) == (1, 1)
+
+
+async def test_stdio_ash_mcp_serve(home):
+    env = {k: v for k, v in server_env(home, None).items() if k in ("ASH_HOME",)}
+    params = StdioServerParameters(command=str(ASH), args=["mcp", "serve", "--user", ALICE], env=env)
+    async with Client(params) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == ALL_TOOLS
+        saved = json.loads(text(await client.call_tool("remember", {"content": "Alice keeps bees in Lyon"})))
+        found = json.loads(text(await client.call_tool("recall", {"query": "bees"})))
+        assert [f["id"] for f in found if f["kind"] == "memory"] == [saved["id"]]
+        assert json.loads(text(await client.call_tool("recall", {"query": "marmalade locker"}))) == []
+        await client.call_tool("forget", {"id": saved["id"]})
+        assert json.loads(text(await client.call_tool("recall", {"query": "bees"}))) == []
+    conn = connect(load_settings().database_path)
+    actors = [r[0] for r in conn.execute("SELECT actor FROM audit_log WHERE actor LIKE 'mcp:%'")]
+    conn.close()
+    assert actors == ["mcp:stdio", "mcp:stdio"]
