@@ -172,30 +172,8 @@ async def test_deny_never_runs_the_command_and_the_model_is_told(setup, ash_home
     assert stored[0]["content"].startswith("(Did not run bash: you pressed Deny.)")
 
 
-async def test_no_answer_in_time_means_not_run(setup, ash_home, bot, page, httpx2_mock, monkeypatch):
-    point_at_fake_bot_api(monkeypatch, ash_home, config(timeout=0.5))
-    url = page.url("/tea")
-    model_says(httpx2_mock, url)
-    async with httpx.AsyncClient() as http:
-        runtime, worker = await worker_for(http)
-        deliver(runtime, private_text(1, f"what does {url} say?"))
-        await worker.drain()
-        [asking] = [m for m in bot.sent_to(ALICE) if buttons(m)]
-        time.sleep(0.6)
-        await worker.sweep()  # the worker's periodic sweep
-        chat = {"id": ALICE, "type": "private", "first_name": "Alice"}
-        deliver(runtime, button_press(2, buttons(asking)[0][1], as_shown(bot, chat), presser=ALICE))
-        await worker.drain()
-        runtime.db.close()
-
-    assert [(r["tool_name"], r["success"]) for r in runs(ash_home)] == [("web_fetch", 1), ("bash", 0)]
-    assert buttons(asking)[0][0] == "⏱ Not run: no answer in time"
-    assert ("answerCallbackQuery", "Already answered.") in [(m, b.get("text")) for m, b in bot.calls]
-    stored = query(ash_home / "ash.db", "SELECT content FROM messages WHERE role = 'assistant'")
-    assert stored[0]["content"].endswith("(Did not run bash: no answer within 1 minute.)")
-
-
-async def test_a_late_press_before_the_sweep_is_refused(setup, ash_home, bot, page, httpx2_mock, monkeypatch):
+@pytest.mark.parametrize("swept", [True, False], ids=["closed by the sweep", "closed by the late press"])
+async def test_no_answer_in_time_means_not_run(setup, ash_home, bot, page, httpx2_mock, monkeypatch, swept):
     point_at_fake_bot_api(monkeypatch, ash_home, config(timeout=0.3))
     url = page.url("/tea")
     model_says(httpx2_mock, url)
@@ -205,12 +183,19 @@ async def test_a_late_press_before_the_sweep_is_refused(setup, ash_home, bot, pa
         await worker.drain()
         [asking] = [m for m in bot.sent_to(ALICE) if buttons(m)]
         time.sleep(0.4)
+        if swept:
+            await worker.sweep()  # the worker's periodic sweep
         chat = {"id": ALICE, "type": "private", "first_name": "Alice"}
         deliver(runtime, button_press(2, buttons(asking)[0][1], as_shown(bot, chat), presser=ALICE))
         await worker.drain()
         runtime.db.close()
-    assert ("answerCallbackQuery", TOO_LATE) in [(m, b.get("text")) for m, b in bot.calls]
-    assert [r["tool_name"] for r in runs(ash_home) if r["success"]] == ["web_fetch"]
+
+    assert [(r["tool_name"], r["success"]) for r in runs(ash_home)] == [("web_fetch", 1), ("bash", 0)]
+    assert buttons(asking)[0][0] == "⏱ Not run: no answer in time"
+    toast = "Already answered." if swept else TOO_LATE
+    assert ("answerCallbackQuery", toast) in [(m, b.get("text")) for m, b in bot.calls]
+    stored = query(ash_home / "ash.db", "SELECT content FROM messages WHERE role = 'assistant'")
+    assert stored[0]["content"].endswith("(Did not run bash: no answer within 1 minute.)")
 
 
 async def test_writing_again_instead_of_answering_means_not_run(setup, ash_home, bot, page, httpx2_mock):
