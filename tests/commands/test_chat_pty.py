@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.agent import write_config
+from tests.support.database import query
 from tests.support.faults import ASH, Upstream, anthropic_tool_use
 
 UP = b"\x1b[A"
@@ -173,3 +174,47 @@ def test_ctrl_c_stops_the_answer_and_the_chat_goes_on(terminal, upstream):
     assert terminal.proc.poll() is None
     terminal.type(b"exit" + ENTER)
     assert terminal.wait() == 0
+
+
+def test_a_risky_call_waits_for_y_in_the_terminal(ash_home, upstream):
+    # "always": every risky call asks, so a plain message shows the question (lib/agent/approval.py).
+    write_config(
+        ash_home,
+        'owner = 1001\n[memory]\nextraction_enabled = false\n[embeddings]\nprovider = "none"\n'
+        '[sandbox]\napproval = "always"\n',
+    )
+    upstream.anthropic_script.append(anthropic_tool_use("remember", {"content": "The door code is 4711."}))
+    terminal = Terminal(ash_home, upstream)
+    try:
+        terminal.expect("you>")
+        terminal.type(b"Remember my door code 4711" + ENTER)
+        terminal.expect("needs your OK first")
+        terminal.expect("The door code is 4711.")
+        terminal.expect("Run it? [y/N]")
+        terminal.type(b"n" + ENTER)
+        terminal.expect("Echo")
+
+        upstream.anthropic_script.append(anthropic_tool_use("remember", {"content": "The gate code is 1234."}))
+        terminal.expect("you>")
+        terminal.type(b"Remember the gate code 1234" + ENTER)
+        terminal.expect("Run it? [y/N]")
+        terminal.type(b"y" + ENTER)
+        terminal.expect("✓ remember")
+        terminal.expect("you>")
+        terminal.type(CTRL_D)
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    saved = query(ash_home / "ash.db", "SELECT content FROM memories")
+    assert [row["content"] for row in saved] == ["The gate code is 1234."]
+
+
+async def test_without_a_terminal_a_risky_call_is_not_run_and_the_chat_says_why(capsys):
+    from lib.agent.approval import ApprovalRequest
+    from lib.commands.chat_sink import CliSink
+
+    request = ApprovalRequest(1, "bash", {"command": "ls /"}, "this conversation holds a web page", 600)
+    assert await CliSink().ask(request) is False  # pytest's stdin is not a terminal
+    shown = capsys.readouterr().err
+    assert "ls /" in shown and "this conversation holds a web page" in shown
+    assert "Not run: there is no terminal to ask you at" in shown
