@@ -7,7 +7,8 @@ copy of the current database next to it, copies the backup in and migrates it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
@@ -20,6 +21,12 @@ from lib.migrations import harden, migrate, schema_differences, status
 SQLITE_HEADER = b"SQLite format 3\x00"
 # Tables only Ash's schema has together; a database without them is someone else's.
 ASH_TABLES = {"schema_migrations", "sessions", "messages", "memories", "user_profiles"}
+# Litestream's own bookkeeping tables, which it creates in every database it replicates (so every
+# replica and every copy of a replicated database has them), accepted only exactly as it defines them.
+LITESTREAM_TABLES = {
+    "_litestream_seq": "CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)",
+    "_litestream_lock": "CREATE TABLE _litestream_lock (id INTEGER)",
+}
 
 
 class BackupError(AshError):
@@ -33,6 +40,8 @@ class RestoreResult:
     restored_from: Path
     previous_copy: Path | None
     applied_migrations: list[str]
+    # What `prepare` reported (lib/inbox/restore.py: what was carried over from the live database).
+    carried: dict = field(default_factory=dict)
 
 
 def backup_to(db_path: Path, target: Path, *, overwrite: bool = False) -> Path:
@@ -79,6 +88,17 @@ def check_ash_database(path: Path) -> None:
         raise BackupError(f"{path} is a SQLite database but not Ash's (missing tables: {', '.join(sorted(missing))})")
 
 
+def _litestream_bookkeeping(conn: apsw.Connection) -> set[str]:
+    """The schema differences that are only Litestream's tables, exactly as Litestream makes them."""
+    sql = "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name IN (?, ?)"
+    found = conn.execute(sql, tuple(LITESTREAM_TABLES))
+    return {
+        f"an extra table {name!r} that Ash's migrations do not make"
+        for name, sql in found
+        if LITESTREAM_TABLES.get(name) == sql
+    }
+
+
 def inspect_backup(source_path: Path) -> None:
     """Raise BackupError unless `source_path` is exactly an Ash database: intact, of a version
     this Ash knows, and with the very schema Ash's migrations make at that version.
@@ -97,6 +117,7 @@ def inspect_backup(source_path: Path) -> None:
                 "upgrade Ash before restoring it"
             )
         differences = schema_differences(probe, migrations.STEPS)
+        differences = [d for d in differences if d not in _litestream_bookkeeping(probe)]
     except apsw.Error as exc:
         raise BackupError(f"{source_path} cannot be read as Ash's database: {exc}") from exc
     finally:
@@ -119,13 +140,16 @@ def _drop_vector_tables(conn: apsw.Connection) -> None:
         conn.execute("DELETE FROM meta WHERE key LIKE 'vectors.%'")
 
 
-def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
+def restore_from(
+    source_path: Path, db_path: Path, *, prepare: Callable[[apsw.Connection], dict] | None = None
+) -> RestoreResult:
     """Replace the database at `db_path` with `source_path`, keeping a copy of the current one.
 
     The file is inspected first (inspect_backup). Then a copy of it is migrated to this version
     of Ash next to the live database; only when that worked is it written into the live file,
-    so a failed migration leaves the live database as it was. Stop the server first: a running
-    server keeps writing to the file being replaced.
+    so a failed migration leaves the live database as it was. `prepare` is handed the migrated
+    copy before that (what the live database must pass on to it). A running server must have
+    stopped writing meanwhile (lib/web/restore.py pauses it).
     """
     if db_path.exists() and source_path.resolve() == db_path.resolve():
         raise BackupError("that file is the live database itself; restore from a backup copy")
@@ -141,6 +165,7 @@ def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
         try:
             _drop_vector_tables(work)
             applied = migrate(work, None, migrations.STEPS)
+            carried = prepare(work) if prepare is not None else {}
         finally:
             work.close()
     except (apsw.Error, AshError) as exc:
@@ -164,4 +189,4 @@ def restore_from(source_path: Path, db_path: Path) -> RestoreResult:
     finally:
         for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
             leftover.unlink(missing_ok=True)
-    return RestoreResult(restored_from=source_path, previous_copy=previous, applied_migrations=applied)
+    return RestoreResult(source_path, previous, applied, carried)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -167,3 +168,23 @@ def prune(volumes: bool, yes: bool) -> None:
     finally:
         box.close()
     click.echo(f"removed {containers} container(s)" + (f" and {gone} volume(s)" if volumes else ""))
+
+
+@sandbox.command()
+@click.option("--app", "app_name", required=True, help="The Fly app that runs dockerd: the server is <app>.internal.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("docker-certs"), show_default=True, help="Folder to write."
+)
+@click.option("--name", "names", multiple=True, help="Another host name or IP the server answers on (repeatable).")
+def certs(app_name: str, out: Path, names: tuple[str, ...]) -> None:
+    """Make a CA, a server certificate for dockerd on <app>.internal and a client certificate for Ash.
+
+    OUT/server/ goes to the Docker host (dockerd --tlsverify); OUT/client/ is Ash's DOCKER_CERT_PATH
+    (its key as a Fly secret file); OUT/ca/ca-key.pem stays with you, never on either machine.
+    """
+    from lib.sandbox.certs import make_certificates
+
+    folders = make_certificates(out, app_name, list(names))
+    click.echo(f"server (for dockerd on {app_name}.internal): {folders['server']}")
+    click.echo(f"client (Ash's DOCKER_CERT_PATH): {folders['client']}")
+    click.echo(f"CA key (keep it here, offline): {folders['ca'] / 'ca-key.pem'}")

