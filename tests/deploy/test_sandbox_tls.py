@@ -12,9 +12,13 @@ import docker
 import pytest
 from docker.tls import TLSConfig
 
+from lib.sandbox.container import Sandbox
 from lib.sandbox.engine import connect
 from tests.deploy.conftest import ash
 from tests.support.faults import free_port, wait_until
+from tests.support.sandbox import IMAGE, cleanup, new_key, small_config
+
+pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
@@ -42,7 +46,9 @@ def tls_dockerd(tmp_path):
     proc.wait(30)
 
 
-def test_ash_reaches_a_tls_docker_host_with_its_client_certificate_and_others_are_refused(tls_dockerd, monkeypatch):
+def test_ash_reaches_a_tls_docker_host_with_its_client_certificate_and_others_are_refused(
+    tls_dockerd, docker_client, monkeypatch
+):
     port, certs = tls_dockerd
     client_dir = certs / "client"
     # Private keys readable by their owner only; the CA key is in neither machine's folder.
@@ -59,6 +65,17 @@ def test_ash_reaches_a_tls_docker_host_with_its_client_certificate_and_others_ar
     engine = connect(timeout=30)  # what the sandbox uses
     assert engine.ping()
     assert engine.containers.list(all=True) == []
+
+    # The sandbox itself runs there: the image comes over from the local engine (no registry here),
+    # then a command runs in a chat's container on the TLS host.
+    engine.images.load(b"".join(docker_client.images.get(IMAGE).save(named=True)))
+    key = new_key()
+    box = Sandbox(small_config(), client=engine, sweeper=False)
+    try:
+        ran = box.run_sync(key, "echo ran-on-the-tls-host")
+    finally:
+        cleanup(engine, key)
+    assert ran.exit_code == 0 and "ran-on-the-tls-host" in ran.output
 
     stranger = TLSConfig(ca_cert=str(client_dir / "ca.pem"), verify=True)  # trusts the CA, has no certificate
     with pytest.raises(docker.errors.DockerException, match=r"(?i)certificate|ssl"):
