@@ -2,6 +2,7 @@
 
 from litestar import Litestar
 
+from handlers.admin_audit import list_audit
 from handlers.admin_backup import admin_backup
 from handlers.admin_export import admin_export
 from handlers.admin_memories import create_memory, delete_memory, list_memories
@@ -10,6 +11,10 @@ from handlers.admin_schedules import cancel_schedule, list_schedules
 from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
+from handlers.admin_ui_actions import ui_edit, ui_forget
+from handlers.admin_ui_pages import ui_audit, ui_people, ui_person, ui_session, ui_usage
+from handlers.admin_ui_signin import signin, signin_page, signout
+from handlers.admin_ui_static import ui_static
 from handlers.admin_users import deny_user, get_user, list_users, put_user_notes
 from handlers.health import healthz, readyz
 from handlers.mcp_endpoint import mcp_endpoint
@@ -40,9 +45,22 @@ with without_pydantic_plugin():
             list_schedules,
             cancel_schedule,
             admin_export,
+            list_audit,
             admin_backup,
             admin_restore,
             mcp_endpoint,
+            # The web view (/admin/ui): its own sign-in and session, never the bearer token.
+            signin_page,
+            signin,
+            signout,
+            ui_people,
+            ui_person,
+            ui_session,
+            ui_audit,
+            ui_usage,
+            ui_forget,
+            ui_edit,
+            ui_static,
         ],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -351,3 +351,71 @@ CREATE TABLE mcp_tokens (
     last_used_at TEXT
 );
 CREATE INDEX mcp_tokens_user ON mcp_tokens (user_id);
+
+-- What each answer drew on (/why), corrections from /why, the web view's sign-ins
+-- (lib/memory/provenance.py, lib/telegram/why.py, lib/web/ui/). Items hold ids and scores only;
+-- a profile note line is named by the sha256 of its text, so forgetting leaves nothing here.
+CREATE TABLE answer_sources (
+    id INTEGER PRIMARY KEY,
+    provider TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    memory_owner TEXT NOT NULL,
+    session_id INTEGER,
+    update_id INTEGER,
+    -- messages.id of the stored answer, once it is stored.
+    answer_message_id INTEGER,
+    -- The channel's ids of the messages that show the answer (Telegram message ids, JSON).
+    reply_message_ids TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL
+);
+-- A turn resumed after a crash prepares its prompt again: one row per update, replaced.
+CREATE UNIQUE INDEX answer_sources_update ON answer_sources (provider, chat_id, update_id)
+    WHERE update_id IS NOT NULL;
+CREATE INDEX answer_sources_chat ON answer_sources (provider, chat_id, user_id, id);
+CREATE TABLE answer_source_items (
+    id INTEGER PRIMARY KEY,
+    answer_id INTEGER NOT NULL REFERENCES answer_sources (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK (kind IN ('knowledge', 'message', 'note')),
+    -- memories.id or messages.id; NULL for a note line.
+    ref_id INTEGER,
+    note_hash TEXT,
+    score REAL,
+    rank INTEGER NOT NULL
+);
+CREATE INDEX answer_source_items_answer ON answer_source_items (answer_id);
+
+-- "Wrong" under /why: the next message of that person in that chat is the correction.
+CREATE TABLE memory_corrections (
+    id INTEGER PRIMARY KEY,
+    provider TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    item_id INTEGER NOT NULL REFERENCES answer_source_items (id) ON DELETE CASCADE,
+    prompt_message_id INTEGER,
+    created_at TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done', 'dropped'))
+);
+CREATE INDEX memory_corrections_open ON memory_corrections (provider, chat_id, user_id) WHERE status = 'open';
+
+-- Web view sessions (/admin/ui): only the sha256 of the cookie's random id is stored, with the
+-- fingerprint of the admin token it was opened with (another token revokes it).
+CREATE TABLE ui_sessions (
+    id INTEGER PRIMARY KEY,
+    session_hash TEXT NOT NULL UNIQUE,
+    token_fingerprint TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    revoked_at TEXT,
+    last_seen_at TEXT
+);
+-- Failed sign-ins, by client address, for the rate limit (pruned as they age).
+CREATE TABLE ui_signin_failures (
+    id INTEGER PRIMARY KEY,
+    client TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX ui_signin_failures_at ON ui_signin_failures (at);
+
+CREATE INDEX audit_log_target ON audit_log (target);

@@ -62,6 +62,9 @@ class TelegramConfig(_Section):
     max_attempts: Count = 5
     inbox_retention_days: Count = 7
     photo_max_bytes: Count = 10_000_000
+    # The 🧠 N button under an answer that drew on memory (it opens the /why list): in private
+    # chats only by default; in a group the list would be sent privately anyway.
+    memory_button: Literal["private", "always", "never"] = "private"
 
 
 class LLMConfig(_Section):

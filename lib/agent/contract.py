@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,14 @@ class OutputSink(Protocol):
 
     async def fail(self, text: str) -> None:
         """Replace whatever was shown with a short error message for the user."""
+
+
+@runtime_checkable
+class SourcesShown(Protocol):
+    """A sink that can offer to show what an answer drew on (Telegram's 🧠 button); optional."""
+
+    def sources(self, sources_id: int, count: int) -> None:
+        """The answer's prompt held `count` remembered items, recorded as `sources_id`."""
 
 
 class ToolWatcher(Protocol):

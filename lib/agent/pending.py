@@ -43,6 +43,8 @@ class TurnState:
     tool_calls: list[str] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    # What the prompt drew on (lib/memory/provenance.py): linked to the answer once it is stored.
+    sources_id: int | None = None
 
 
 @dataclass(frozen=True)

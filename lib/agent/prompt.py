@@ -90,6 +90,11 @@ def not_in_notes(retrieved: list[SearchResult], notes: str) -> list[SearchResult
     return [r for r in retrieved if not (r.source_type == "knowledge" and _note_text(r.content) in said)]
 
 
+def prompt_notes(profile: Profile | None, turn: TurnInput) -> str:
+    """The profile notes a prompt carries: the asker's own, never in a group (everyone reads it)."""
+    return profile.notes.strip() if profile and not is_group(turn.chat_type) else ""
+
+
 def _memory_section(items: list[SearchResult]) -> str:
     lines = []
     for item in items:
@@ -135,7 +140,7 @@ def build_system_prompt(
         f"Their current date and time: {moment:%A %d %B %Y, %H:%M} ({tz.key}).\n{DATA_RULE}"
         + (f"\n{GROUP_RULE}" if group else "")
     )
-    notes = profile.notes.strip() if profile and not group else ""
+    notes = prompt_notes(profile, turn)
     if notes:
         sections.append(f"## Notes about {who}\n<notes>\n{_quote(notes)}\n</notes>")
     retrieved = not_in_notes(retrieved, notes)

@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lib.agent.approval import Approvals
-from lib.agent.contract import OutputSink, ToolWatcher, TurnInput, TurnResult
+from lib.agent.contract import OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
-from lib.agent.prompt import build_system_prompt, is_owner, speaker_name
+from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
 from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, _as_data, go_on
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
 from lib.memory import api as memory_api
-from lib.memory import store
+from lib.memory import provenance, store
 from lib.memory.scope import is_group, memory_owner
 from lib.memory.service import MemoryService
 from lib.memory.store import Session, StoredMessage
@@ -49,6 +49,9 @@ class _Prepared:
     retrieved: list[SearchResult]
     # The chat's /model pick; None: [default_llm].
     preset: str | None
+    # What the prompt drew on, as recorded for /why (lib/memory/provenance.py), and how many items.
+    sources_id: int | None = None
+    source_count: int = 0
 
 
 def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
@@ -84,7 +87,32 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
     budget = history_budget(memory, system, turn.text)
     history = select_history(loaded, budget=budget, recency_window=memory.recency_window)
     preset = chat_preset(conn, settings, turn.provider, turn.chat_id)
-    return _Prepared(session, system, history, retrieved, preset)
+    sources_id, count = _record_sources(conn, turn, session.id, retrieved, prompt_notes(profile, turn))
+    return _Prepared(session, system, history, retrieved, preset, sources_id, count)
+
+
+def _record_sources(
+    conn, turn: TurnInput, session_id: int, retrieved: list[SearchResult], notes: str
+) -> tuple[int | None, int]:
+    """Record exactly what entered the prompt (the items build_system_prompt shows), for /why."""
+    shown = not_in_notes(retrieved, notes)
+    try:
+        sources_id = provenance.record(
+            conn,
+            provider=turn.provider,
+            chat_id=turn.chat_id,
+            user_id=turn.user_id,
+            memory_owner=_owner(turn),
+            session_id=session_id,
+            update_id=turn.update_id,
+            retrieved=shown,
+            notes=notes,
+        )
+    except Exception:
+        # /why is a help: an answer without its record is better than no answer.
+        log.warning("could not record what the prompt drew on", exc_info=True)
+        return None, 0
+    return sources_id, len(shown) + len(provenance.note_lines(notes))
 
 
 def _owner(turn: TurnInput) -> str:
@@ -217,6 +245,8 @@ async def run_turn(
         await sink.finish(BUDGET_SPENT)
         return TurnResult(BUDGET_SPENT, ok=False)
     session = prepared.session
+    if prepared.sources_id is not None and isinstance(sink, SourcesShown):
+        sink.sources(prepared.sources_id, prepared.source_count)
     await sink.typing()
     state = TurnState(
         turn=turn,
@@ -230,6 +260,7 @@ async def run_turn(
         own_words=_own_words(turn, prepared),
         uses=[],
         results=[],
+        sources_id=prepared.sources_id,
     )
     loop = make_loop(
         runtime,
@@ -261,7 +292,7 @@ async def store_exchange(
         log.info("the model refused user %s's message; the exchange is not stored", turn.user_id)
         return
     try:
-        await asyncio.to_thread(
+        _, answer_id = await asyncio.to_thread(
             lambda: memory_api.record_turn(
                 runtime.db.conn(),
                 runtime.settings,
@@ -280,6 +311,8 @@ async def store_exchange(
         # and a second answer. The exchange is missing from history instead, and the log says so.
         log.exception("turn for user %s was answered but could not be stored", turn.user_id)
         return
+    if state.sources_id is not None:
+        await asyncio.to_thread(provenance.attach_answer, runtime.db.conn(), state.sources_id, answer_id)
     if housekeeper is not None:
         housekeeper.kick()
     if result.waiting_for is not None:

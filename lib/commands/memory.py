@@ -159,6 +159,24 @@ def memory_restore(memory_id: int) -> None:
     click.echo(f"restored memory #{memory_id}")
 
 
+@memory.command("history")
+@click.argument("memory_id", type=int)
+def memory_history(memory_id: int) -> None:
+    """Every recorded change to an entry: who or what made it, and why (also after it was forgotten)."""
+    import json
+
+    from lib.memory import audit
+
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    found = audit.history(conn, memory_id)
+    if not found:
+        raise click.ClickException(f"no recorded change to memory #{memory_id}")
+    for entry in found:
+        detail = {k: v for k, v in entry.detail.items() if k != "memory_ids" and v is not None}
+        click.echo(f"{entry.created_at}  {entry.action:<17} {entry.actor:<24} {json.dumps(detail, sort_keys=True)}")
+
+
 @memory.command("reindex")
 def memory_reindex() -> None:
     """Rebuild the search index (chunks, FTS5, vectors) for the configured embedding model."""

@@ -87,11 +87,15 @@ class MemoryAccess:
 
     def remember(self, conn: apsw.Connection, content: str, expires_at: str | None) -> dict:
         """Save a fact (or reinforce the entry that already says it); audited under the token's name."""
+        # Audited by reinforce.save as memory_add or memory_reinforce, under the token's name.
         saved = reinforce.save(
-            conn, self.settings, content, owner_user_id=self.owner, expires_at=expires_at, source="mcp"
-        )
-        store.audit(
-            conn, self.principal.actor, "memory_remember", self.owner, memory_id=saved.id, reinforced=saved.reinforced
+            conn,
+            self.settings,
+            content,
+            owner_user_id=self.owner,
+            expires_at=expires_at,
+            source="mcp",
+            actor=self.principal.actor,
         )
         return {"id": saved.id, "reinforced": saved.reinforced}
 

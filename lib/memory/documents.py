@@ -22,7 +22,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import chunking, index, knowledge
+from lib.memory import audit, chunking, index, knowledge
 
 SOURCE = "document"
 # A section's text, its header ("[report.pdf, page 3] ") included, fits one index chunk.
@@ -84,7 +84,13 @@ def keep_document(
     ids: list[int] = []
     with immediate(conn):
         same_file = {"owner": owner, "file_id": file_unique_id, "sha256": sha256}
-        knowledge.delete(conn, [r["id"] for r in rows(conn, SAME_FILE_SQL, same_file)])
+        # A file sent again replaces its earlier copy.
+        knowledge.delete(
+            conn,
+            [r["id"] for r in rows(conn, SAME_FILE_SQL, same_file)],
+            actor=_actor(sent_by),
+            action="memory_replace",
+        )
         for number, (label, text) in enumerate(sections, start=1):
             metadata = {
                 "file": name,
@@ -103,6 +109,7 @@ def keep_document(
             conn.execute(
                 knowledge.INSERT_SQL,
                 {
+                    "id": knowledge.next_id(conn),
                     "content": text,
                     "source": SOURCE,
                     "owner": owner,
@@ -117,6 +124,12 @@ def keep_document(
             )
             ids.append(conn.last_insert_rowid())
         index.index_memories(conn, settings, ids, embed=False)
+        audit.record(conn, _actor(sent_by), "memory_add", ids, owner, source=SOURCE, sections=len(ids))
     if embed:
         index.index_memories(conn, settings, ids)
     return ids
+
+
+def _actor(sent_by: str | None) -> str:
+    """Who put a document into memory: the person who sent it, in the audit log."""
+    return f"document:{sent_by}" if sent_by else "document"

@@ -32,6 +32,8 @@ log = logging.getLogger("ash.memory.extraction")
 # complete(system=..., prompt=..., user_id=...) -> the model's text answer.
 Complete = Callable[..., Awaitable[str]]
 
+# Who the audit log names for facts Ash extracted; the message each came from is in its detail.
+EXTRACTION_ACTOR = "extraction"
 MAX_MESSAGES_PER_RUN = 50
 MAX_CANDIDATES = 8
 
@@ -255,7 +257,11 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
         # Known already (the same words, or nearly): strengthen what is stored instead of copying it.
         again = await asyncio.to_thread(reinforce.find_duplicate, db.conn(), user_id, fact.content)
         if again is not None:
-            await asyncio.to_thread(reinforce.reinforce, db.conn(), settings, again)
+            await asyncio.to_thread(
+                lambda again=again, fact=fact: reinforce.reinforce(
+                    db.conn(), settings, again, actor=EXTRACTION_ACTOR, because={"source_message_id": fact.message_id}
+                )
+            )
             report.reinforced.append(again)
             continue
         if fact.content.casefold() in known_texts:  # twice in this run
@@ -289,9 +295,10 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
                     confidence=fact.confidence,
                     source="extraction",
                     source_message_id=fact.message_id,
+                    actor=EXTRACTION_ACTOR,
                 )
                 for old_id in replaced:
-                    knowledge.supersede(conn, old_id, new_id)
+                    knowledge.supersede(conn, old_id, new_id, actor=EXTRACTION_ACTOR, source_message_id=fact.message_id)
                 _update_notes(conn, user_id, [fact.content], removed)
             return new_id
 

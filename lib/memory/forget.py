@@ -15,7 +15,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, one, rows
-from lib.memory import knowledge, store
+from lib.memory import correct, knowledge, store
 
 USER_MESSAGES_SQL = "SELECT id FROM messages WHERE owner_user_id = ?"
 # What the person wrote in groups (owned by the group, lib/memory/scope.py), and the answers to it.
@@ -46,7 +46,7 @@ EXTRACTION_CURSOR_KEY = "extraction.through.{user_id}"
 
 
 @contextmanager
-def secure_delete(conn: apsw.Connection) -> Iterator[None]:
+def secure_delete(conn: apsw.Connection, settings: Settings) -> Iterator[None]:
     """Zero freed content while deleting, then purge FTS segments and the WAL."""
     conn.pragma("secure_delete", True)
     try:
@@ -55,7 +55,10 @@ def secure_delete(conn: apsw.Connection) -> Iterator[None]:
         conn.pragma("secure_delete", False)
     # Deleted FTS5 tokens stay in old segments until they are merged.
     conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
-    conn.pragma("wal_checkpoint", "TRUNCATE")
+    # Litestream (on when a replica is set) keeps a read transaction open: a TRUNCATE would wait
+    # the whole busy timeout and give up (10 s a forget, measured). Litestream checkpoints the WAL
+    # itself (lib/replica/target.py); a PASSIVE one copies what it can now and never waits.
+    conn.pragma("wal_checkpoint", "PASSIVE" if settings.replica_url else "TRUNCATE")
 
 
 def _index():
@@ -148,7 +151,7 @@ def forget_user(
     memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
     touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, {"user": user_id})]
     neighbours = _surviving_neighbours(conn, message_ids)
-    with secure_delete(conn), immediate(conn):
+    with secure_delete(conn, settings), immediate(conn):
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         for session_id in touched:
             conn.execute("UPDATE sessions SET summary = NULL, summary_through = NULL WHERE id = ?", (session_id,))
@@ -174,7 +177,11 @@ def forget_user(
             "profile": profile,
             "cached_embeddings": cached,
         }
-        store.audit(conn, actor, "forget_user", user_id, **counts)
+        # What each answer drew on, for /why: ids only, but about this person.
+        conn.execute("DELETE FROM answer_sources WHERE user_id = :user OR memory_owner = :user", {"user": user_id})
+        conn.execute("DELETE FROM memory_corrections WHERE user_id = ?", (user_id,))
+        # The ids let `ash memory history ID` show the deletion; the text is gone with the rows.
+        store.audit(conn, actor, "forget_user", user_id, memory_ids=memory_ids, **counts)
     return counts
 
 
@@ -231,9 +238,15 @@ def forget_memory(
     found = [one(conn, "SELECT id, session_id FROM messages WHERE id = ?", (message_id,)) for message_id in sources]
     message_ids = _with_answers(conn, [f for f in found if f is not None])
     neighbours = _surviving_neighbours(conn, message_ids)
-    with secure_delete(conn), immediate(conn):
+    said = [e.content for memory_id in memory_ids if (e := knowledge.get(conn, memory_id)) is not None]
+    with secure_delete(conn, settings), immediate(conn):
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         cached = _drop_cached_embeddings(conn, hashes)
+        if entry.owner_user_id is not None:
+            # Extraction keeps each fact as a line of the notes too; left there, the forgotten
+            # fact would be in the very next prompt.
+            for content in said:
+                correct.forget_fact_notes(conn, entry.owner_user_id, content, actor)
         result = {
             "memories": memories,
             "messages": messages,
@@ -242,4 +255,20 @@ def forget_memory(
             "message_ids": message_ids,
         }
         store.audit(conn, actor, "forget_memory", entry.owner_user_id or "global", **result)
+    return result
+
+
+def forget_message(conn: apsw.Connection, settings: Settings, owner: str, message_id: int, actor: str) -> dict | None:
+    """Delete one past message of `owner`'s memory and the answer that followed it (it repeats
+    it), with their index rows, as forgetting an entry does; None when there is no such message."""
+    found = one(conn, "SELECT id, session_id FROM messages WHERE id = ? AND owner_user_id = ?", (message_id, owner))
+    if found is None:
+        return None
+    message_ids = _with_answers(conn, [found])
+    neighbours = _surviving_neighbours(conn, message_ids)
+    with secure_delete(conn, settings), immediate(conn):
+        _, messages, hashes = _erase(conn, settings, [], message_ids, neighbours)
+        cached = _drop_cached_embeddings(conn, hashes)
+        result = {"messages": messages, "cached_embeddings": cached, "message_ids": message_ids}
+        store.audit(conn, actor, "forget_message", owner, **result)
     return result

@@ -28,7 +28,7 @@ WHERE rank > ? ORDER BY id
 """
 
 
-def _delete_with_history(conn: apsw.Connection, memory_ids: list[int]) -> int:
+def _delete_with_history(conn: apsw.Connection, memory_ids: list[int], *, actor: str, action: str) -> int:
     doomed: list[int] = []
     seen: set[int] = set()
     for memory_id in memory_ids:
@@ -36,7 +36,7 @@ def _delete_with_history(conn: apsw.Connection, memory_ids: list[int]) -> int:
             if chained not in seen:
                 seen.add(chained)
                 doomed.append(chained)
-    return knowledge.delete(conn, doomed)
+    return knowledge.delete(conn, doomed, actor=actor, action=action)
 
 
 def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None, actor: str = "gc") -> dict:
@@ -45,11 +45,14 @@ def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None
 
     now = now or now_iso()
     with immediate(conn):
-        expired = _delete_with_history(conn, [r["id"] for r in rows(conn, EXPIRED_SQL, (now,))])
+        expired = _delete_with_history(
+            conn, [r["id"] for r in rows(conn, EXPIRED_SQL, (now,))], actor=actor, action="memory_expire"
+        )
         cap = settings.config.memory.max_entries
         evicted = 0
         if cap is not None:
-            evicted = _delete_with_history(conn, [r["id"] for r in rows(conn, OVER_CAP_SQL, (max(cap, 0),))])
+            over_cap = [r["id"] for r in rows(conn, OVER_CAP_SQL, (max(cap, 0),))]
+            evicted = _delete_with_history(conn, over_cap, actor=actor, action="memory_evict")
         orphans = index.prune_orphans(conn)
         # Facts Ash extracted that nothing confirmed for long enough (lib/memory/decay.py).
         retired = len(decay.retire_decayed(conn, settings, now=now, actor=actor))

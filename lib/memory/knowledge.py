@@ -15,7 +15,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
-from lib.memory import store
+from lib.memory import audit, store
 
 # An entry retrieval may return: not superseded, not expired, not retired (lib/memory/decay.py).
 ACTIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL"
@@ -24,10 +24,21 @@ COLUMNS = """id, content, source, owner_user_id, is_global, subject, confidence,
 superseded_by, superseded_at, source_message_id, metadata"""
 
 INSERT_SQL = """
-INSERT INTO memories (content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
+INSERT INTO memories (id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
                       source_message_id, metadata)
-VALUES (:content, :source, :owner, :is_global, :subject, :confidence, :now, :expires_at, :source_message_id,
+VALUES (:id, :content, :source, :owner, :is_global, :subject, :confidence, :now, :expires_at, :source_message_id,
         :metadata)
+"""
+# SQLite hands a deleted highest id to the next row. An entry's id names it in the audit log for
+# good (`ash memory history ID`), so ids are never reused: the highest ever given is kept in meta.
+HIGH_WATER_KEY = "memories.high_water"
+NEXT_ID_SQL = f"""
+SELECT max(coalesce((SELECT max(id) FROM memories), 0),
+           coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{HIGH_WATER_KEY}'), 0)) + 1
+"""
+SET_HIGH_WATER_SQL = f"""
+INSERT INTO meta (key, value) VALUES ('{HIGH_WATER_KEY}', :id)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
 """
 GET_SQL = f"SELECT {COLUMNS} FROM memories WHERE id = ?"
 LIST_SQL = f"""
@@ -126,6 +137,13 @@ def parse_expiry(text: str | None, *, now: datetime | None = None) -> str | None
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def next_id(conn: apsw.Connection) -> int:
+    """The id the next entry gets (call inside the write transaction that inserts it)."""
+    memory_id = conn.execute(NEXT_ID_SQL).fetchone()[0]
+    conn.execute(SET_HIGH_WATER_SQL, {"id": str(memory_id)})
+    return memory_id
+
+
 def _index():
     # The retrieval engine pulls in the embedding model's code; loaded only when a write needs it.
     from lib.memory import index
@@ -146,8 +164,13 @@ def add(
     source: str = "user",
     source_message_id: int | None = None,
     metadata: dict | None = None,
+    actor: str | None = None,
+    because: dict | None = None,
 ) -> int:
-    """Store a knowledge entry and index it; returns its id. Raises ValueError on bad input."""
+    """Store a knowledge entry and index it; returns its id. Raises ValueError on bad input.
+
+    Audited as `memory_add` by `actor` (default: the source), with `because` (ids, never text)
+    saying what caused it, e.g. {"asked_by": user id}."""
     content = content.strip()
     if not content:
         raise ValueError("content: a knowledge entry needs some text")
@@ -168,9 +191,21 @@ def add(
         "metadata": json.dumps(metadata or {}),
     }
     with immediate(conn):
+        memory_id = params["id"] = next_id(conn)
         conn.execute(INSERT_SQL, params)
-        memory_id = conn.last_insert_rowid()
         _index().index_memory(conn, settings, memory_id)
+        audit.record(
+            conn,
+            actor or source,
+            "memory_add",
+            [memory_id],
+            None if is_global else owner_user_id,
+            source=source,
+            confidence=confidence,
+            expires_at=params["expires_at"],
+            source_message_id=source_message_id,
+            **(because or {}),
+        )
     return memory_id
 
 
@@ -211,21 +246,34 @@ def chain_ids(conn: apsw.Connection, memory_id: int) -> list[int]:
     return [r["id"] for r in rows(conn, CHAIN_SQL, {"id": memory_id})]
 
 
-def delete(conn: apsw.Connection, memory_ids: list[int]) -> int:
-    """Delete entries and their index rows; returns how many rows went."""
+def delete(conn: apsw.Connection, memory_ids: list[int], *, actor: str, action: str, **because) -> int:
+    """Delete entries and their index rows; returns how many rows went. Audited as `action`
+    (memory_expire, memory_evict, ...) by `actor`, one row per owner."""
     deleted = 0
+    owners: dict[str | None, list[int]] = {}
     with immediate(conn):
         for memory_id in memory_ids:
+            found = one(conn, "SELECT owner_user_id, is_global FROM memories WHERE id = ?", (memory_id,))
             _index().unindex(conn, "memory", memory_id)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             deleted += conn.changes()
+            if found is not None:
+                owners.setdefault(None if found["is_global"] else found["owner_user_id"], []).append(memory_id)
+        for owner, ids in owners.items():
+            audit.record(conn, actor, action, ids, owner, count=len(ids), **because)
     return deleted
 
 
-def supersede(conn: apsw.Connection, old_id: int, new_id: int) -> None:
-    """Mark `old_id` as replaced by `new_id`: kept, linked, out of retrieval."""
+def supersede(conn: apsw.Connection, old_id: int, new_id: int, *, actor: str = "extraction", **because) -> None:
+    """Mark `old_id` as replaced by `new_id`: kept, linked, out of retrieval (audited)."""
     with immediate(conn):
         conn.execute(SUPERSEDE_SQL, {"old": old_id, "new": new_id, "now": now_iso()})
+        if conn.changes():
+            found = one(conn, "SELECT owner_user_id, is_global FROM memories WHERE id = ?", (old_id,))
+            owner = None if found is None or found["is_global"] else found["owner_user_id"]
+            audit.record(
+                conn, actor, "memory_supersede", [old_id, new_id], owner, superseded=old_id, by=new_id, **because
+            )
         new = one(conn, "SELECT metadata FROM memories WHERE id = ?", (new_id,))
         if new is not None:
             meta = json.loads(new["metadata"])

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import apsw
 
 from lib.config import Settings
-from lib.db import immediate, now_iso, rows
-from lib.memory import knowledge
+from lib.db import immediate, now_iso, one, rows
+from lib.memory import audit, knowledge
 
 NEAR_DUPLICATE = 0.85
 _WORD = re.compile(r"\w+")
@@ -80,8 +80,17 @@ def find_duplicate(conn: apsw.Connection, owner: str | None, content: str, *, is
     return best[1] if best else None
 
 
-def reinforce(conn: apsw.Connection, settings: Settings, memory_id: int, *, expires_at: str | None = None) -> None:
-    """Strengthen an entry that was saved again (a new expiry, when given, replaces the old)."""
+def reinforce(
+    conn: apsw.Connection,
+    settings: Settings,
+    memory_id: int,
+    *,
+    actor: str,
+    expires_at: str | None = None,
+    because: dict | None = None,
+) -> None:
+    """Strengthen an entry that was saved again (a new expiry, when given, replaces the old);
+    audited as `memory_reinforce` by `actor`."""
     with immediate(conn):
         conn.execute(
             REINFORCE_SQL,
@@ -92,6 +101,12 @@ def reinforce(conn: apsw.Connection, settings: Settings, memory_id: int, *, expi
                 "expires_at": knowledge.parse_expiry(expires_at),
             },
         )
+        found = one(conn, "SELECT owner_user_id, is_global, confidence FROM memories WHERE id = ?", (memory_id,))
+        if found is not None:
+            owner = None if found["is_global"] else found["owner_user_id"]
+            audit.record(
+                conn, actor, "memory_reinforce", [memory_id], owner, confidence=found["confidence"], **(because or {})
+            )
 
 
 def save(
@@ -101,16 +116,19 @@ def save(
     *,
     owner_user_id: str | None,
     source: str,
+    actor: str | None = None,
+    because: dict | None = None,
     expires_at: str | None = None,
     is_global: bool = False,
     **extra,
 ) -> Saved:
-    """Store `content` for its owner, or reinforce the entry that already says it."""
+    """Store `content` for its owner, or reinforce the entry that already says it (audited by
+    `actor`, default the source, with `because` saying what caused it)."""
     knowledge.parse_expiry(expires_at)  # a bad expiry is refused either way
     with immediate(conn):
         found = find_duplicate(conn, owner_user_id, content, is_global=is_global)
         if found is not None:
-            reinforce(conn, settings, found, expires_at=expires_at)
+            reinforce(conn, settings, found, actor=actor or source, expires_at=expires_at, because=because)
             return Saved(found, reinforced=True)
         new_id = knowledge.add(
             conn,
@@ -120,6 +138,8 @@ def save(
             is_global=is_global,
             expires_at=expires_at,
             source=source,
+            actor=actor,
+            because=because,
             **extra,
         )
         return Saved(new_id, reinforced=False)

@@ -47,6 +47,7 @@ STEPS: list[Step] = [
     _sql_step("m009_schedules"),
     _sql_step("m010_approvals"),
     _sql_step("m011_mcp"),
+    _sql_step("m012_memory_you_can_see"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

@@ -41,6 +41,7 @@ REGISTRY = (
     Command("new", "start a fresh conversation (I keep what I know about you)"),
     Command("stop", "stop the answer I am writing"),
     Command("memory", "what I know about you"),
+    Command("why", "what my last answer drew on (or reply /why to an answer), to forget or correct it"),
     Command("timezone", "show or set your time zone, e.g. /timezone Europe/Lisbon"),
     Command("model", "show or switch the model that answers in this chat"),
     Command("reminders", "the reminders and scheduled tasks of this chat, with buttons to cancel"),
@@ -133,9 +134,11 @@ def run_command(
     args: str = "",
     provider: str = "telegram",
     chat_type: str = "private",
+    reply_to: int | None = None,
 ) -> Reply | None:
     """Answer a command (`args`: the text after its name); None when it is not one of Ash's (it then
-    goes to the agent as text). `provider` names the channel of the chat /new and /model act on."""
+    goes to the agent as text). `provider` names the channel of the chat /new and /model act on;
+    `reply_to` is the message the command replied to (/why explains that answer)."""
     if name == "start":
         return Reply(START)
     if name == "help":
@@ -153,6 +156,10 @@ def run_command(
         return Reply(_describe(conn, settings, user_id))
     if name == "timezone":
         return Reply(timezone_reply(conn, settings, user_id, args))
+    if name == "why":
+        from lib.telegram.why import why_reply
+
+        return Reply(*why_reply(conn, provider=provider, chat_id=chat_id, user_id=user_id, reply_to=reply_to))
     if name == "model":
         return Reply(
             *model_reply(

@@ -32,6 +32,9 @@ CURSOR = " …"
 BLANK = "·"
 # How long a message waits for a typing action still in flight (then the action is dropped).
 TYPING_GRACE = 0.5
+# How long a cancelled turn (shutdown, a restore) waits for a message already on its way to land
+# and have its id recorded.
+SEND_GRACE = 10.0
 
 
 @dataclass
@@ -58,6 +61,10 @@ class TelegramSink:
     # Telegram HTML shown above the answer in its first message (what a voice note was heard to
     # say: lib/telegram/listening.py); the answer's parts are cut shorter so it still fits.
     heading: str = ""
+    # What the answer drew on (lib/memory/provenance.py), once the agent says; `on_sources` is
+    # told too, and may put a button under the answer (it sets `reply_markup` before finish).
+    sources_id: int | None = None
+    on_sources: Callable[[int, int], None] | None = None
     clock: Callable[[], float] = time.monotonic
     parts: list[_Part] = field(default_factory=list)
     _next_edit: float = 0.0
@@ -69,6 +76,12 @@ class TelegramSink:
         for message_id in self.resume_message_ids:
             # The old content is unknown; the first sync overwrites it.
             self.parts.append(_Part(message_id, "\0"))
+
+    def sources(self, sources_id: int, count: int) -> None:
+        """The answer's prompt held `count` remembered items, recorded as `sources_id`."""
+        self.sources_id = sources_id
+        if self.on_sources is not None:
+            self.on_sources(sources_id, count)
 
     @property
     def finished(self) -> bool:
@@ -164,11 +177,15 @@ class TelegramSink:
                     await self._edit(part, html_text, reply_markup=markup, retry_flood=retry_flood)
             else:
                 where = self.placement if index == 0 else self.placement.without_reply()
-                sent = await self._send(html_text, where, reply_markup=markup, retry_flood=retry_flood)
-                self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
-                await self._record()
+                await _to_the_end(self._send_part(html_text, where, markup, retry_flood))
         if final and rendered and len(self.parts) > len(rendered):
             await self._drop_parts(len(rendered))
+
+    async def _send_part(self, html_text: str, where: Placement, markup, retry_flood: bool) -> None:
+        """Send one more message and record its id, as one step (see `_to_the_end`)."""
+        sent = await self._send(html_text, where, reply_markup=markup, retry_flood=retry_flood)
+        self.parts.append(_Part(sent.message_id, html_text, plain_only=sent.plain_only))
+        await self._record()
 
     async def _drop_parts(self, keep: int) -> None:
         """Delete the parts a final answer no longer needs (a resumed turn's, or a re-split's), so
@@ -260,3 +277,19 @@ def _with_cursor(parts: list[str]) -> list[str]:
 class _Sent:
     message_id: int
     plain_only: bool
+
+
+async def _to_the_end(step: Awaitable[None]) -> None:
+    """Run `step` to its end (SEND_GRACE at most) even when the turn is cancelled meanwhile, then
+    let the cancellation through. Cancelled between Telegram's answer and the id's record, a turn
+    would leave a message its resumed self does not know and sends again beside."""
+    task = asyncio.ensure_future(step)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait({task}, timeout=SEND_GRACE)
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled() and task.exception() is not None:
+            log.info("a message on its way when the turn was cancelled did not land: %s", task.exception())
+        raise

@@ -50,6 +50,7 @@ from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
 
 if TYPE_CHECKING:
     from lib.telegram.scheduled import ScheduledRuns
+    from lib.telegram.why_buttons import WhyButtons
 
 log = logging.getLogger("ash.processor")
 
@@ -64,7 +65,7 @@ FAILED = "Sorry, I could not answer this message ({tries}). Please send it again
 STOPPED = "Stopped."
 # Commands about one person's own memory: in a group the answer goes to their private chat, so
 # the group never reads it (lib/memory/scope.py).
-PRIVATE_COMMANDS = frozenset({"memory", "forget"})
+PRIVATE_COMMANDS = frozenset({"memory", "forget", "why"})
 SENT_PRIVATELY = "I've answered you in our private chat."
 OPEN_PRIVATELY = (
     "I can't write to you privately until you start a chat with me: open {link}, press Start, "
@@ -100,6 +101,7 @@ class TelegramUpdates:
         self._me_at = 0.0
         self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
         self.approvals = ApprovalButtons(runtime, lambda: self.client, self._db, on_schedule_change=on_schedule_change)
+        self._why: WhyButtons | None = None
         self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
         self.worker_id = worker_id
@@ -121,6 +123,15 @@ class TelegramUpdates:
 
             self._scheduled = ScheduledRuns(self._db, self.settings, sink_for=self._sink, runner=self.runner)
         return self._scheduled
+
+    @property
+    def why(self) -> WhyButtons:
+        """/why's buttons; loaded with the first press (cold start does without)."""
+        if self._why is None:
+            from lib.telegram.why_buttons import WhyButtons
+
+            self._why = WhyButtons(lambda: self.client, self._db, self.settings)
+        return self._why
 
     @property
     def answering(self) -> bool:
@@ -271,7 +282,7 @@ class TelegramUpdates:
             # The group's scheduled tasks follow it to its new id.
             await self._db(move_chat, chat_id, new_chat_id, time.time())
 
-        return TelegramSink(
+        sink = TelegramSink(
             self.client,
             chat_id,
             interval=interval,
@@ -280,6 +291,17 @@ class TelegramUpdates:
             on_migrated=migrated,
             placement=placement,
         )
+        if self.config.memory_button == "always" or (self.config.memory_button == "private" and not group):
+
+            def offer(sources_id: int, count: int) -> None:
+                # A small 🧠 N under an answer that used memory opens the /why list (lib/telegram/why.py).
+                if count:
+                    from lib.telegram.why import sources_button
+
+                    sink.reply_markup = sources_button(sources_id, count)
+
+            sink.on_sources = offer
+        return sink
 
     async def _reply(self, sink: TelegramSink, reply: Reply) -> None:
         sink.reply_markup = reply.keyboard
@@ -314,6 +336,11 @@ class TelegramUpdates:
         command = parse_command(text, me.get("username"))
         if command is not None and command[0] in COMMANDS:
             return await self._command(claim, message, sink, *command)
+        if message.text and not group:
+            corrected = await self._correction(message)
+            if corrected is not None:
+                await sink.finish(corrected)
+                return "done", "a correction from /why"
         content = message_content(message)
         if content in UNREAD_CONTENT:
             await sink.finish(UNREAD_CONTENT[content])
@@ -355,6 +382,7 @@ class TelegramUpdates:
                 chat_id=str(chat.id),
                 chat_type=chat.type,
                 stop_running=lambda: False,
+                reply_to=message.reply_to_message.message_id if message.reply_to_message is not None else None,
             )
 
         reply = await self._db(command_reply)
@@ -362,6 +390,23 @@ class TelegramUpdates:
             return await self._answer_privately(claim, message, reply, name, sink.placement)
         await self._reply(sink, reply)
         return "done", f"command /{name}"
+
+    async def _correction(self, message: Message) -> str | None:
+        """After Wrong under /why, the person's next message is the right version: stored, and
+        answered with what changed; None when no correction was asked for."""
+        from lib.telegram import why
+
+        chat_id, user_id = str(message.chat.id), str(message.from_.id)
+
+        def apply(conn) -> str | None:
+            waiting = why.waiting_correction(conn, provider="telegram", chat_id=chat_id, user_id=user_id)
+            if waiting is None:
+                return None
+            return why.apply_correction(
+                conn, self.settings, waiting, message.text, provider="telegram", user_id=user_id
+            )
+
+        return await self._db(apply)
 
     async def _turn(
         self,
@@ -413,6 +458,11 @@ class TelegramUpdates:
             raise
         if not sink.finished:
             await sink.finish(result.text or "…")
+        if sink.sources_id is not None and sink.message_ids:
+            from lib.memory.provenance import attach_replies
+
+            # /why in reply to any part of this answer finds what it drew on.
+            await self._db(attach_replies, sink.sources_id, sink.message_ids)
         if result.waiting_for is not None:
             await self.approvals.shown(result.waiting_for, sink)
         return "done", None if result.ok else "turn reported failure"
@@ -441,6 +491,8 @@ class TelegramUpdates:
         if not await self._db(access.is_allowed, self.settings, query.from_.id, query.from_.username):
             await self.buttons.answer(query, None)
             return "done", "callback from a user not allowed"
+        if (query.data or "").startswith("why:"):
+            return await self.why.press(query)
         if is_approval(query.data):
             # Run / Deny resumes a parked turn: its answer streams into a new message.
             return await self.approvals.press(

@@ -55,6 +55,8 @@ class Remember:
                 owner_user_id=context.memory,
                 expires_at=args.expires_at,
                 source="tool",
+                actor="tool:remember",
+                because={"asked_by": context.user_id, "session_id": context.session_id},
             )
 
         try:

@@ -125,7 +125,7 @@ async def test_http_remember_recall_forget_and_isolation(home, server):
     assert knowledge.get(conn, saved["id"]) is None
     assert api.retrieve_context(conn, settings, user_id=ALICE, query="saffron balcony") == []
     audit = conn.execute("SELECT actor, action FROM audit_log WHERE actor LIKE 'mcp:%' ORDER BY id").fetchall()
-    assert audit == [("mcp:laptop", "memory_remember"), ("mcp:laptop", "forget_memory")]
+    assert audit == [("mcp:laptop", "memory_add"), ("mcp:laptop", "forget_memory")]
     # Only the token's hash is stored; the server never logged it.
     assert alice not in {r[0] for r in conn.execute("SELECT token_hash FROM mcp_tokens")}
     assert alice not in server.output()

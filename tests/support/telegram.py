@@ -130,7 +130,13 @@ class FakeBotAPI:
                 )
             if message["text"] == body["text"]:
                 return httpx.Response(400, json=load("error_400_message_not_modified_ASSEMBLED.json"))
-            message.update(text=body["text"], parse_mode=body.get("parse_mode"), edits=message["edits"] + 1)
+            # As Telegram does: an edit without reply_markup takes the inline buttons away.
+            message.update(
+                text=body["text"],
+                parse_mode=body.get("parse_mode"),
+                reply_markup=body.get("reply_markup"),
+                edits=message["edits"] + 1,
+            )
             return httpx.Response(200, json=load("editMessageText_ok.json"))
         if method == "editMessageReplyMarkup":
             message = self.messages.get(body["message_id"])

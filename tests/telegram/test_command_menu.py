@@ -17,7 +17,7 @@ from lib.telegram.commands import HELP, REGISTRY, Command
 from lib.web.lifespan import publish_command_menu
 from tests.support.telegram import API, SECRET, TOKEN, make_runtime
 
-LISTED = ["new", "stop", "memory", "timezone", "model", "reminders", "forget", "help"]
+LISTED = ["new", "stop", "memory", "why", "timezone", "model", "reminders", "forget", "help"]
 
 
 def test_webhook_set_also_sets_the_command_menu(db_path, monkeypatch, bot):
@@ -28,7 +28,7 @@ def test_webhook_set_also_sets_the_command_menu(db_path, monkeypatch, bot):
     assert result.exit_code == 0, result.output
     assert [c["command"] for c in bot.commands] == LISTED
     assert all(c["description"] for c in bot.commands)
-    assert "command menu set: /new, /stop, /memory, /timezone, /model, /reminders, /forget, /help" in result.output
+    assert "command menu set: " + ", ".join(f"/{name}" for name in LISTED) in result.output
     [webhook] = [body for method, body in bot.calls if method == "setWebhook"]
     assert "edited_message" not in webhook["allowed_updates"]
 

@@ -3,6 +3,8 @@ a stopped answer left as written. The real sink and client against the fake Bot 
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -74,3 +76,26 @@ async def test_a_halted_answer_keeps_what_was_written_without_the_cursor(http, b
     await sink.halt()
     await sink.update("more")  # after a halt nothing changes
     assert [m["text"] for m in bot.sent_to(CHAT)] == ["The first half, not yet shown"]
+
+
+async def test_a_turn_cancelled_while_its_message_is_on_the_way_records_it_and_edits_it_when_resumed(http, bot):
+    """Shutdown and a live restore cancel running turns. Cancelled between Telegram's answer and
+    the record of the message's id, a turn used to leave "Echo:  …" behind and send anew when resumed."""
+    recorded: list[list[int]] = []
+    arrived, go_on = asyncio.Event(), asyncio.Event()
+
+    async def remember(message_ids: list[int]) -> None:
+        arrived.set()
+        await go_on.wait()  # the database write the cancellation lands in
+        recorded.append(message_ids)
+
+    turn = asyncio.create_task(sink_for(http, on_new_message=remember).update("Echo: "))
+    await arrived.wait()
+    turn.cancel()
+    await asyncio.sleep(0)
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    assert len(recorded) == 1, "the message's id is recorded before the cancellation goes through"
+    await sink_for(http, resume_message_ids=recorded[-1]).finish("Echo: during 12")
+    assert [m["text"] for m in bot.sent_to(CHAT)] == ["Echo: during 12"]

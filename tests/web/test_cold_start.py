@@ -6,7 +6,9 @@ import sys
 CHECK = """
 import sys, app
 slow = [m for m in ("pydantic", "litestar.plugins.pydantic", "anthropic", "openai", "numpy", "onnxruntime", "docker",
-                   "mcp", "mcp_types", "lib.mcp.server")
+                   "mcp", "mcp_types", "lib.mcp.server",
+                   # The web view's template engine and pages, and /why's buttons: on first use only.
+                   "jinja2", "markupsafe", "lib.web.ui.pages", "lib.telegram.why", "lib.telegram.why_buttons")
         if m in sys.modules]
 assert not slow, slow
 import pydantic  # still importable for the LLM SDKs that need it

@@ -1,0 +1,60 @@
+"""`/admin/ui/memories/{id}/forget|edit`: the web view's writes (session and CSRF token required)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Request, Response, post
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath
+
+from lib.memory import correct, forget, knowledge
+from lib.web.state import get_runtime
+from lib.web.ui.http import checked, redirect, refuse
+
+Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
+# Who the audit log names for the web view's changes.
+ACTOR = "admin:ui"
+
+
+def _back(entry: knowledge.Knowledge, done: str) -> Response:
+    place = f"/admin/ui/people/{entry.owner_user_id}" if entry.owner_user_id else "/admin/ui"
+    return redirect(f"{place}?done={done}")
+
+
+@post("/admin/ui/memories/{memory_id:int}/forget", sync_to_thread=True, include_in_schema=False, status_code=303)
+def ui_forget(request: Request, memory_id: FromPath[int], data: Form) -> Response:
+    """Forget an entry for real (with the versions it replaced and the messages it came from)."""
+    session = checked(request, data)
+    if isinstance(session, Response):
+        return session
+    runtime = get_runtime(request.app)
+    conn = runtime.db.conn()
+    entry = knowledge.get(conn, memory_id)
+    if entry is None or forget.forget_memory(conn, runtime.settings, None, memory_id, ACTOR) is None:
+        return refuse(404, f"No memory #{memory_id}.")
+    return _back(entry, "forgot")
+
+
+@post("/admin/ui/memories/{memory_id:int}/edit", sync_to_thread=True, include_in_schema=False, status_code=303)
+def ui_edit(request: Request, memory_id: FromPath[int], data: Form) -> Response:
+    """Save a corrected version: a new entry that supersedes this one (kept, linked, audited)."""
+    session = checked(request, data)
+    if isinstance(session, Response):
+        return session
+    runtime = get_runtime(request.app)
+    conn = runtime.db.conn()
+    entry = knowledge.get(conn, memory_id)
+    if entry is None:
+        return refuse(404, f"No memory #{memory_id}.")
+    text = data.get("content", "")
+    if not text.strip() or len(text) > 20_000:
+        return refuse(400, "A memory needs some text (at most 20,000 characters).")
+    if " ".join(text.split()) == " ".join(entry.content.split()):
+        return _back(entry, "")
+    new_id = correct.correct_entry(
+        conn, runtime.settings, memory_id, text, actor=ACTOR, asked_by=entry.owner_user_id or ""
+    )
+    if new_id is None:
+        return refuse(409, f"Memory #{memory_id} was replaced already; edit its newest version.")
+    return _back(entry, "edited")

@@ -1,0 +1,255 @@
+"""/why: what an answer drew on (the entries, past messages and profile note lines its prompt
+held, recorded by lib/memory/provenance.py), each with buttons: Forget deletes it for real, Wrong
+asks for the right version and supersedes it with what the person writes next.
+
+Every press is checked against stored state: the item belongs to a recorded answer, the presser
+is the person who asked it, and the entry or message is still in that answer's memory (the
+asker's own, or in a group the group's). An item already forgotten or corrected says so and
+changes nothing. In a group /why is answered in the asker's private chat (lib/telegram/updates.py
+PRIVATE_COMMANDS): the list names what Ash remembers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import apsw
+
+from lib.config import Settings
+from lib.db import immediate, now_iso, one
+from lib.memory import correct, forget, knowledge, provenance
+from lib.memory.provenance import Answer, Source
+from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup
+
+OPEN = "why:o:"
+FORGET = "why:f:"
+WRONG = "why:w:"
+# A correction must come soon after Wrong: a message days later is a new question, not a fix.
+CORRECTION_SECONDS = 15 * 60
+SNIPPET = 160
+
+NO_RECORD = "I have no record of what that answer drew on (it may be older than this feature, or forgotten)."
+NOT_AN_ANSWER = "That message is not one of my answers. Reply with /why to an answer of mine, or send /why alone."
+NO_ANSWER = "I have not answered you here yet. Ask me something, then send /why."
+NOTHING_USED = "That answer drew on nothing I remember: only this conversation and my instructions."
+NOT_YOURS = "Only the person who asked can change what this answer drew on."
+GONE = "That is already gone."
+CORRECTED = "That was already corrected."
+ASK = "What is right instead of “{old}”? Send it as your next message here (within 15 minutes)."
+DONE_FORGET = "Forgotten."
+
+
+@dataclass(frozen=True)
+class Press:
+    """What a /why button press does: a toast, the list again (None: unchanged), and, for
+    Wrong, the question to send."""
+
+    toast: str
+    text: str | None = None
+    keyboard: InlineKeyboardMarkup | None = None
+    ask: str | None = None
+
+
+def is_why(data: str | None) -> bool:
+    """Whether callback data belongs to /why's buttons."""
+    return bool(data) and data.startswith(("why:o:", "why:f:", "why:w:"))
+
+
+def actor(provider: str, user_id: str) -> str:
+    """Who the audit log names for a change made from /why."""
+    return f"{provider}:{user_id}:why"
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def _describe(conn: apsw.Connection, answer: Answer, item: Source) -> tuple[str, bool]:
+    """A line about one item, and whether it can still be acted on."""
+    score = f", score {item.score:.3f}" if item.score is not None else ""
+    if item.kind == "knowledge":
+        entry = knowledge.get(conn, item.ref_id)
+        if entry is None:
+            return f"Fact #{item.ref_id}: forgotten since.", False
+        if entry.superseded_by is not None:
+            return f"Fact #{entry.id}: replaced since by #{entry.superseded_by}.", False
+        return f"Fact #{entry.id} ({entry.source}, {entry.created_at[:10]}{score}): {_snippet(entry.content)}", True
+    if item.kind == "message":
+        found = one(conn, "SELECT role, content, created_at FROM messages WHERE id = ?", (item.ref_id,))
+        if found is None:
+            return "A past message: forgotten since.", False
+        who = "you" if found["role"] == "user" else "me"
+        return f"Message by {who} ({found['created_at'][:10]}{score}): {_snippet(found['content'])}", True
+    line = correct.note_line(conn, answer.user_id, item.note_hash)
+    if line is None:
+        return "A profile note: changed or removed since.", False
+    return f"Profile note: {_snippet(line.removeprefix('- '))}", True
+
+
+def listing(conn: apsw.Connection, answer: Answer) -> tuple[str, InlineKeyboardMarkup | None]:
+    """The text of the list and its buttons (two per live item; one for a message)."""
+    items = provenance.sources(conn, answer.id)
+    if not items:
+        return NOTHING_USED, None
+    lines, rows = [f"That answer drew on {len(items)} thing{'s' if len(items) > 1 else ''} I remember:"], []
+    for number, item in enumerate(items, start=1):
+        line, live = _describe(conn, answer, item)
+        lines.append(f"{number}. {line}")
+        if not live:
+            continue
+        row = [InlineKeyboardButton(text=f"Forget {number}", callback_data=f"{FORGET}{item.id}")]
+        if item.kind != "message":
+            row.append(InlineKeyboardButton(text=f"Wrong {number}", callback_data=f"{WRONG}{item.id}"))
+        rows.append(row)
+    if rows:
+        lines += ["", "Forget deletes it for good; Wrong lets you tell me what is right."]
+    return "\n".join(lines), InlineKeyboardMarkup(inline_keyboard=rows) if rows else None
+
+
+def why_reply(
+    conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str, reply_to: int | None
+) -> tuple[str, InlineKeyboardMarkup | None]:
+    """/why's answer: the list for the answer replied to, or for the asker's last one here."""
+    answer = provenance.find(conn, provider=provider, chat_id=chat_id, user_id=user_id, reply_to=reply_to)
+    if answer is None:
+        return (NOT_AN_ANSWER if reply_to is not None else NO_ANSWER), None
+    return listing(conn, answer)
+
+
+def _may_act(answer: Answer, user_id: str) -> bool:
+    """Only the person who asked acts on what their answer drew on (in a group: not the others)."""
+    return answer.user_id == user_id
+
+
+def press(conn: apsw.Connection, settings: Settings, *, data: str, user_id: str, provider: str, chat_id: str) -> Press:
+    """Act on a /why button pressed by `user_id` in `chat_id`."""
+    raw_id = data.rpartition(":")[2]
+    if not raw_id.isdigit():
+        return Press(GONE)
+    if data.startswith(OPEN):
+        answer = provenance.get(conn, int(raw_id))
+        if answer is None:
+            return Press(NO_RECORD)
+        if not _may_act(answer, user_id):
+            return Press(NOT_YOURS)
+        text, keyboard = listing(conn, answer)
+        return Press("", text, keyboard)
+    found = provenance.source(conn, int(raw_id))
+    if found is None:
+        return Press(GONE)
+    item, answer = found
+    if not _may_act(answer, user_id):
+        return Press(NOT_YOURS)
+    who = actor(provider, user_id)
+    if data.startswith(FORGET):
+        if not _forget(conn, settings, answer, item, who):
+            return Press(GONE, *listing(conn, answer))
+        return Press(DONE_FORGET, *listing(conn, answer))
+    line, live = _describe(conn, answer, item)
+    if not live:
+        return Press(CORRECTED if "replaced" in line else GONE, *listing(conn, answer))
+    _open_correction(conn, provider=provider, chat_id=chat_id, user_id=user_id, item_id=item.id)
+    return Press("Tell me what is right.", ask=ASK.format(old=_old_text(conn, answer, item)))
+
+
+def _old_text(conn: apsw.Connection, answer: Answer, item: Source) -> str:
+    if item.kind == "knowledge":
+        entry = knowledge.get(conn, item.ref_id)
+        return _snippet(entry.content) if entry else ""
+    line = correct.note_line(conn, answer.user_id, item.note_hash) or ""
+    return _snippet(line.removeprefix("- "))
+
+
+def _forget(conn: apsw.Connection, settings: Settings, answer: Answer, item: Source, who: str) -> bool:
+    """Delete the item for real; False when it was already gone (or never the answer's to delete)."""
+    if item.kind == "knowledge":
+        entry = knowledge.get(conn, item.ref_id)
+        if entry is None:
+            return False
+        owner = answer.memory_owner
+        if entry.owner_user_id != owner and not (entry.is_global and settings.config.owner is not None):
+            return False
+        # Its note line, if extraction kept one, goes with it (lib/memory/forget.py).
+        done = forget.forget_memory(
+            conn, settings, owner, entry.id, who, include_global=str(settings.config.owner) == answer.user_id
+        )
+        return done is not None
+    if item.kind == "message":
+        return forget.forget_message(conn, settings, answer.memory_owner, item.ref_id, who) is not None
+    line = correct.note_line(conn, answer.user_id, item.note_hash)
+    if line is None:
+        return False
+    forgotten = correct.forget_note(conn, answer.user_id, item.note_hash, who)
+    entry_id = correct.active_entry_saying(conn, answer.user_id, line)
+    if entry_id is not None:
+        forget.forget_memory(conn, settings, answer.user_id, entry_id, who)
+    return forgotten
+
+
+OPEN_CORRECTION_SQL = """
+SELECT id, item_id FROM memory_corrections
+WHERE provider = :provider AND chat_id = :chat_id AND user_id = :user_id AND status = 'open' AND expires_at > :now
+ORDER BY id DESC LIMIT 1
+"""
+
+
+def _open_correction(conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str, item_id: int) -> None:
+    with immediate(conn):
+        # One question at a time: a newer Wrong replaces an unanswered one.
+        conn.execute(
+            "UPDATE memory_corrections SET status = 'dropped' WHERE provider = ? AND chat_id = ? AND user_id = ? "
+            "AND status = 'open'",
+            (provider, chat_id, user_id),
+        )
+        conn.execute(
+            "INSERT INTO memory_corrections (provider, chat_id, user_id, item_id, created_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (provider, chat_id, user_id, item_id, now_iso(), time.time() + CORRECTION_SECONDS),
+        )
+
+
+def waiting_correction(conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str) -> int | None:
+    """The id of the correction this person was asked for here, if one is open."""
+    found = one(
+        conn, OPEN_CORRECTION_SQL, {"provider": provider, "chat_id": chat_id, "user_id": user_id, "now": time.time()}
+    )
+    return found["id"] if found else None
+
+
+def apply_correction(
+    conn: apsw.Connection, settings: Settings, correction_id: int, text: str, *, provider: str, user_id: str
+) -> str:
+    """Store what the person says is right (the message after Wrong); returns the reply."""
+    with immediate(conn):
+        conn.execute("UPDATE memory_corrections SET status = 'done' WHERE id = ? AND status = 'open'", (correction_id,))
+        if not conn.changes():
+            return GONE
+        row = one(conn, "SELECT item_id FROM memory_corrections WHERE id = ?", (correction_id,))
+        found = provenance.source(conn, row["item_id"]) if row else None
+        if found is None:
+            return GONE
+        item, answer = found
+        who = actor(provider, user_id)
+        if item.kind == "knowledge":
+            new_id = correct.correct_entry(conn, settings, item.ref_id, text, actor=who, asked_by=user_id)
+            if new_id is None:
+                return CORRECTED
+            return f"Thanks, corrected: I now remember “{_snippet(text)}” (#{new_id}, replacing #{item.ref_id})."
+        line = correct.note_line(conn, answer.user_id, item.note_hash)
+        if line is None:
+            return GONE
+        entry_id = correct.active_entry_saying(conn, answer.user_id, line)
+        if entry_id is not None:
+            correct.correct_entry(conn, settings, entry_id, text, actor=who, asked_by=user_id)
+        else:
+            correct.replace_note(conn, answer.user_id, line, " ".join(text.split()), who)
+        return f"Thanks, corrected: my notes about you now say “{_snippet(text)}”."
+
+
+def sources_button(sources_id: int, count: int) -> InlineKeyboardMarkup:
+    """The small 🧠 N button under an answer that drew on memory: it opens the /why list."""
+    return InlineKeyboardMarkup(
+        inline_keyboard=[[InlineKeyboardButton(text=f"🧠 {count}", callback_data=f"{OPEN}{sources_id}")]]
+    )
