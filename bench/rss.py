@@ -26,7 +26,7 @@ CONFIG = """owner = 1000
 tick_interval = 1.0
 [telegram]
 allowed_users = {allowed}
-stream_edit_interval = 0.0
+stream_edit_interval = 0.001  # must be above 0; as good as no pacing
 [memory]
 extraction_enabled = false
 """

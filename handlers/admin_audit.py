@@ -8,7 +8,6 @@ import msgspec
 from litestar import Request, get
 from litestar.params import Parameter
 
-from lib.memory import audit
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 
@@ -43,6 +42,8 @@ def list_audit(
 ) -> AuditList:
     """Audit rows newest first, filtered by entry, actor, action or target."""
     conn = get_runtime(request.app).db.conn()
+    from lib.memory import audit  # loaded on use: start-up does not pay for it
+
     found = audit.entries(
         conn, actor=actor, action=action, target=target, memory_id=memory_id, before_id=before_id, limit=limit
     )

@@ -10,10 +10,7 @@ from litestar import Request, post
 from litestar.exceptions import ClientException, HTTPException
 from litestar.params import JSONBody
 
-from lib.backup import BackupError
-from lib.replica.litestream import ReplicaError
 from lib.web.auth import admin_guard
-from lib.web.restore import RestoreBusy, restore_live
 
 
 class RestoreRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -28,6 +25,11 @@ class RestoreRequest(msgspec.Struct, forbid_unknown_fields=True):
 @post("/admin/restore", guards=[admin_guard], status_code=200)
 async def admin_restore(request: Request, data: JSONBody[RestoreRequest]) -> dict:
     """Restore the database without stopping the server; webhooks meanwhile get 503 (retried)."""
+    # The restore machinery loads on use: start-up does not pay for it.
+    from lib.backup import BackupError
+    from lib.replica.litestream import ReplicaError
+    from lib.web.restore import RestoreBusy, restore_live
+
     if bool(data.path) == data.from_replica:
         raise ClientException("give either path or from_replica: true")
     if data.timestamp and not data.from_replica:

@@ -192,3 +192,9 @@ def expired(conn: apsw.Connection, now: float | None = None) -> list[int]:
     """Actions whose time to answer is over."""
     sql = "SELECT id FROM pending_actions WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at"
     return [r[0] for r in conn.execute(sql, (time.time() if now is None else now,))]
+
+
+def any_expired(conn: apsw.Connection, now: float | None = None) -> bool:
+    """Whether any action's time to answer is over (one indexed lookup)."""
+    sql = "SELECT 1 FROM pending_actions WHERE status = 'pending' AND expires_at <= ? LIMIT 1"
+    return conn.execute(sql, (time.time() if now is None else now,)).fetchone() is not None

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from lib.agent.contract import Image, TurnInput
 from lib.errors import BadRequest
-from lib.memory.documents import content_sha256, keep_document
 from lib.memory.scope import memory_owner
 from lib.runtime import Runtime
 from lib.senses.documents import DocumentImage, DocumentText, UnreadableDocument, clean_name, framed, read_document
@@ -122,6 +121,9 @@ async def read_attachment(
     if isinstance(read, DocumentImage):
         return Attachment("", "", images=(Image(read.data, read.media_type),))
     chat, user = message.chat, message.from_
+    # The memory index (and numpy under it) loads with the first file, not at start-up.
+    from lib.memory.documents import content_sha256, keep_document
+
     await asyncio.to_thread(
         lambda: keep_document(
             runtime.db.conn(),

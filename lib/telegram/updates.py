@@ -27,7 +27,6 @@ from lib.memory import store
 from lib.runtime import Runtime
 from lib.telegram import access
 from lib.telegram.addressing import addressed_in_group
-from lib.telegram.approvals import ApprovalButtons, is_approval
 from lib.telegram.buttons import ButtonPresses
 from lib.telegram.client import TelegramClient
 from lib.telegram.commands import COMMANDS, Reply, parse_command, run_command
@@ -49,6 +48,7 @@ from lib.telegram.sink import TelegramSink
 from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
 
 if TYPE_CHECKING:
+    from lib.telegram.approvals import ApprovalButtons
     from lib.telegram.scheduled import ScheduledRuns
     from lib.telegram.why_buttons import WhyButtons
 
@@ -100,7 +100,8 @@ class TelegramUpdates:
         self._me: dict | None = None
         self._me_at = 0.0
         self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
-        self.approvals = ApprovalButtons(runtime, lambda: self.client, self._db, on_schedule_change=on_schedule_change)
+        self._approvals: ApprovalButtons | None = None
+        self._on_schedule_change = on_schedule_change
         self._why: WhyButtons | None = None
         self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
@@ -114,6 +115,17 @@ class TelegramUpdates:
                 self.runtime.http, self.settings.secrets.telegram_bot_token, self.settings.secrets.telegram_api_base
             )
         return self._client
+
+    @property
+    def approvals(self) -> ApprovalButtons:
+        """Run / Deny for risky tool calls; loaded with the first turn (cold start does without)."""
+        if self._approvals is None:
+            from lib.telegram.approvals import ApprovalButtons
+
+            self._approvals = ApprovalButtons(
+                self.runtime, lambda: self.client, self._db, on_schedule_change=self._on_schedule_change
+            )
+        return self._approvals
 
     @property
     def scheduled(self) -> ScheduledRuns:
@@ -493,6 +505,8 @@ class TelegramUpdates:
             return "done", "callback from a user not allowed"
         if (query.data or "").startswith("why:"):
             return await self.why.press(query)
+        from lib.telegram.approvals import is_approval
+
         if is_approval(query.data):
             # Run / Deny resumes a parked turn: its answer streams into a new message.
             return await self.approvals.press(
@@ -503,7 +517,10 @@ class TelegramUpdates:
     async def sweep(self) -> None:
         """Periodic work (the inbox worker's sweep): Run / Deny requests whose time ran out are
         not run; a scheduled task's run that waited on one is reported skipped."""
-        if self.answering:
+        from lib.agent.pending import any_expired
+
+        # The approval machinery loads only when a request has run out (not at every start).
+        if self.answering and await self._db(any_expired):
             await self.approvals.expire()
 
 

@@ -11,6 +11,13 @@ slow = [m for m in ("pydantic", "litestar.plugins.pydantic", "anthropic", "opena
                    "jinja2", "markupsafe", "lib.web.ui.pages", "lib.telegram.why", "lib.telegram.why_buttons")
         if m in sys.modules]
 assert not slow, slow
+# What the lifespan loads to start serving: still no numpy (the memory index), no agent loop, no
+# restore machinery; those load with the first turn, file or restore.
+import lib.inbox.writer, lib.memory.service, lib.telegram.updates
+late = [m for m in ("numpy", "lib.agent.steps", "lib.telegram.approvals", "lib.memory.documents",
+                    "lib.memory.index", "lib.web.restore", "lib.inbox.restore", "pypdf", "trafilatura")
+        if m in sys.modules]
+assert not late, late
 import pydantic  # still importable for the LLM SDKs that need it
 print("ok", len(app.app.routes))
 """
