@@ -29,7 +29,7 @@ from lib.memory import forget
 from lib.replica.litestream import ReplicaError, clean_output, restore
 from lib.replica.target import replica_of
 from lib.schedule import store as schedules
-from lib.schedule.plan import plan
+from lib.schedule.plan import plan_job
 
 LIVE_INBOX_SQL = "SELECT * FROM inbox"
 CLOSE_OPEN_SQL = """
@@ -99,15 +99,7 @@ def skip_missed_runs(restored: apsw.Connection, settings: Settings, now: float |
     moved = 0
     with immediate(restored):
         for job in schedules.due(restored, now, limit=1_000_000):
-            firing = plan(
-                job.timing,
-                due_at=job.next_run_at,
-                run_count=job.run_count,
-                max_runs=job.max_runs,
-                ends_at=job.ends_at,
-                now=now,
-                max_lateness=settings.config.scheduler.max_lateness,
-            )
+            firing = plan_job(job, now=now, max_lateness=settings.config.scheduler.max_lateness)
             moved += schedules.advance(
                 restored, job, slot=firing.slot, ran=False, next_run_at=firing.next_run_at, now=now
             )

@@ -29,7 +29,7 @@ from lib.db import Database, immediate
 from lib.errors import AshError
 from lib.inbox import queue
 from lib.schedule import store
-from lib.schedule.plan import Firing, plan
+from lib.schedule.plan import Firing, plan_job
 
 log = logging.getLogger("ash.scheduler")
 
@@ -65,15 +65,7 @@ def _note(firing: Firing) -> str | None:
 
 def _fire(conn: apsw.Connection, settings: Settings, bot_id: int, job: store.Job, now: float) -> int | None:
     """Fire one due task inside the caller's transaction; the inbox update_id queued, if any."""
-    firing = plan(
-        job.timing,
-        due_at=job.next_run_at,
-        run_count=job.run_count,
-        max_runs=job.max_runs,
-        ends_at=job.ends_at,
-        now=now,
-        max_lateness=settings.config.scheduler.max_lateness,
-    )
+    firing = plan_job(job, now=now, max_lateness=settings.config.scheduler.max_lateness)
     note = _note(firing)
     run_id = store.record_run(conn, job.id, firing.slot, now, "queued" if firing.runs else "missed", note)
     ran = firing.runs and run_id is not None

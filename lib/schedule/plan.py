@@ -14,8 +14,12 @@ crashed, or a Fly machine was asleep):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lib.schedule.times import ONCE, Timing
+
+if TYPE_CHECKING:
+    from lib.schedule.store import Job
 
 # A run this many seconds after its time was not fired on time (Ash was not running): it is
 # marked late. Firing itself takes well under a second.
@@ -58,3 +62,16 @@ def plan(
     if following is not None and ends_at is not None and following > ends_at:
         following = None
     return Firing(slot=slot, late_by=late_by, missed=missed, runs=runs, next_run_at=following)
+
+
+def plan_job(job: Job, *, now: float, max_lateness: float) -> Firing:
+    """`plan` for a stored task, from its own next run, count and limits."""
+    return plan(
+        job.timing,
+        due_at=job.next_run_at,
+        run_count=job.run_count,
+        max_runs=job.max_runs,
+        ends_at=job.ends_at,
+        now=now,
+        max_lateness=max_lateness,
+    )

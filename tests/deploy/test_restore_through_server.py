@@ -61,6 +61,9 @@ def test_ash_restore_goes_through_the_running_server_and_forgetting_stays_real(t
             assert server.post_update(private_text(10, "My diagnosis came back: asthma", PERSON)).status_code == 200
             assert server.post_update(private_text(11, "I live in Lisbon")).status_code == 200
             wait_until(lambda: upstream.texts_to(PERSON) and upstream.texts_to(OWNER), 15, "both answers")
+            # An exchange is stored just after its answer is sent: the backup must hold both.
+            stored = "SELECT count(*) AS n FROM messages WHERE role = 'assistant'"
+            wait_until(lambda: query(home / "ash.db", stored)[0]["n"] == 2, 15, "both exchanges stored")
             due = time.time() + 2.0
             _schedule_reminder(home, due)
             backup = tmp_path / "backup.db"
