@@ -71,21 +71,16 @@ def test_neighbours_are_read_for_their_owner_only(db):
 
 def test_a_question_naming_a_speaker_prefers_their_turns(db):
     settings, conn = db
-    say(
-        conn,
-        settings,
-        "hikes",
-        [
-            ("Tomasz", "Hiking hiking hiking: I love hiking in the Tatras, the best hiking there is."),
-            ("Maya", "I went hiking in the Dolomites in August."),
-        ],
-    )
+    # Two chats, so neither turn's chunk carries the other as its neighbour: the words differ.
+    say(conn, settings, "hikes", [("Tomasz", "Hiking hiking hiking: I love hiking in the Tatras, the best hiking.")])
+    say(conn, settings, "trips", [("Maya", "I went hiking in the Dolomites in August.")])
 
     about_maya = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya go hiking?")
     assert about_maya[0].content == "I went hiking in the Dolomites in August."
     # Naming both people prefers neither: the words decide.
     both = retrieval.search_messages(conn, settings, user_id=OWNER, query="Where did Maya and Tomasz go hiking?")
     assert both[0].content.startswith("Hiking hiking hiking")
+    assert both[0].score > both[1].score  # decided by the words, not by a tie-break on time
     # A speaker's first name is enough, as a word of its own ("Mayan" is not "Maya").
     assert conversation._named("Maya Okafor", "what did maya say?")
     assert not conversation._named("Maya Okafor", "the Mayan ruins")
