@@ -120,4 +120,6 @@ def bot():
     from tests.support.telegram import FakeBotAPI
 
     with respx.mock(assert_all_called=False) as router:
+        # A test's own servers on loopback (a web page for web_fetch) are reached for real.
+        router.route(host="127.0.0.1").pass_through()
         yield FakeBotAPI(router)

@@ -20,7 +20,7 @@ import json
 
 from lib.agent.contract import TurnInput
 from lib.agent.prompt import speaker_name
-from lib.telegram.kinds import message_content
+from lib.telegram.kinds import RECORDING_NOUNS, message_content
 from lib.telegram.types import Chat, Message, MessageOrigin, User
 
 # Characters of replied-to or quoted text shown: enough to know what is meant, not a copy.
@@ -43,7 +43,7 @@ def outside_content(message: Message, bot_id: int) -> tuple[str, ...]:
     a forward, or the message it replies to or quotes when that is not the sender's or Ash's."""
     found = []
     if message.forward_origin is not None:
-        found.append("a forwarded message")
+        found.append(f"a forwarded {RECORDING_NOUNS.get(message_content(message), 'message')}")
     reply, external = message.reply_to_message, message.external_reply
     if reply is not None and not _opens_the_topic(message, reply):
         own = reply.from_ is not None and message.from_ is not None and reply.from_.id == message.from_.id

@@ -44,6 +44,8 @@ SERVICE_REASON = "a service message: something happened in the chat, nobody wrot
 READ_FILES = ("document",)
 # Recordings Ash transcribes into text (lib/telegram/listening.py).
 READ_RECORDINGS = ("voice", "audio", "video_note")
+# What each recording is called when Ash speaks of it.
+RECORDING_NOUNS = {"voice": "voice note", "audio": "audio file", "video_note": "video message"}
 READ_CONTENT = ("text", "photo", *READ_FILES, *READ_RECORDINGS)
 # Message content Ash cannot read, and what it tells the sender about it. An animation also
 # carries its `document`, and a venue its `location`: the specific one comes first.

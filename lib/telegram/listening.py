@@ -18,6 +18,7 @@ from lib.config import Settings
 from lib.errors import BadRequest
 from lib.senses.transcribe import TranscriptionFailed, Unavailable, transcriber_for
 from lib.telegram.client import TelegramClient
+from lib.telegram.kinds import RECORDING_NOUNS
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import NOT_SENT, Message
 
@@ -25,7 +26,6 @@ log = logging.getLogger("ash.processor")
 
 # What each kind is called in a reply, and the name its upload gets: the extension tells the
 # transcription server the format. Telegram names voice files `.oga`, which OpenAI refuses.
-NOUN = {"voice": "voice note", "audio": "audio file", "video_note": "video message"}
 UPLOAD_NAME = {"voice": "voice.ogg", "audio": "audio.mp3", "video_note": "video_note.mp4"}
 # Characters of the transcript quoted above the answer: enough to check it was heard right.
 HEARD_LIMIT = 200
@@ -55,10 +55,10 @@ _AUDIO_DECODER = msgspec.json.Decoder(AudioFile)
 
 @dataclass(frozen=True)
 class Heard:
-    """A transcribed recording: the turn's text, and what in it is someone else's words."""
+    """A transcribed recording: the turn's text (a forwarded one is named as outside content
+    with any other forward, lib/telegram/context.py outside_content)."""
 
     text: str
-    untrusted: tuple[str, ...] = ()
 
 
 def _recording(message: Message, kind: str) -> AudioFile:
@@ -98,7 +98,7 @@ async def hear(
     """The recording in `message` as a turn's text (its caption after the transcript), with the
     quote of it set as the sink's heading; or, when it cannot be heard, the reply already sent and
     a note for the inbox."""
-    noun = NOUN[kind]
+    noun = RECORDING_NOUNS[kind]
     transcriber = transcriber_for(settings)
     if isinstance(transcriber, Unavailable):
         reply = NOT_INSTALLED.format(noun=noun, how=transcriber.how) if transcriber.how else CANNOT_LISTEN[kind]
@@ -142,5 +142,4 @@ async def hear(
     log.info("transcribed a %s: %d characters", kind, len(transcript))
     sink.heading = heard_line(transcript)
     text = "\n\n".join(part for part in (transcript.strip(), caption.strip()) if part)
-    forwarded = (f"a forwarded {noun}",) if message.forward_origin is not None else ()
-    return Heard(text, forwarded)
+    return Heard(text)

@@ -367,7 +367,7 @@ class TelegramUpdates:
                 return "done", heard  # answered already: why it could not be heard
             # Each recording is a turn of its own, also when sent as an album of audio files.
             message = msgspec.structs.replace(message, media_group_id=None)
-            return await self._turn(claim, message, sink, heard.text, me, untrusted=heard.untrusted)
+            return await self._turn(claim, message, sink, heard.text, me)
         if content in READ_FILES:
             attachment = await read_attachment(self.client, self.runtime, message, sink)
             if isinstance(attachment, str):
@@ -427,7 +427,6 @@ class TelegramUpdates:
         sink: TelegramSink,
         text: str,
         me: dict,
-        untrusted: tuple = (),
         attachment: Attachment | None = None,
     ) -> tuple[str, str | None]:
         """A turn of the agent: the message (an album's photos with it) streamed into `sink`."""
@@ -453,7 +452,7 @@ class TelegramUpdates:
             update_id=claim.update_id,
             message_thread_id=sink.placement.message_thread_id,
             direct_messages_topic_id=sink.placement.direct_messages_topic_id,
-            untrusted=_outside(message, me.get("id") or self.bot_id, untrusted),
+            untrusted=outside_content(message, me.get("id") or self.bot_id),
             # A forward's text is someone else's words; otherwise what the person typed or said.
             typed_text="" if message.forward_origin is not None else text,
         )
@@ -522,15 +521,6 @@ class TelegramUpdates:
         # The approval machinery loads only when a request has run out (not at every start).
         if self.answering and await self._db(any_expired):
             await self.approvals.expire()
-
-
-def _outside(message: Message, bot_id: int, already: tuple[str, ...]) -> tuple[str, ...]:
-    """Outside content a message brings (lib/agent/approval.py): what the reader of its attachment
-    found (a document, a forwarded recording), and any forward or quoted message."""
-    found = outside_content(message, bot_id)
-    if any("forwarded" in name for name in already):
-        found = tuple(name for name in found if name != "a forwarded message")
-    return already + found
 
 
 def telegram_worker(

@@ -148,7 +148,10 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    # The modules whose stamps the test moves are loaded by this file's imports (the processor, the turn).
+    # The modules whose stamps the test moves: loaded now, since the processor loads some of them
+    # only with the first file (the memory index stays out of start-up).
+    import lib.memory.documents  # noqa: F401
+
     fake = Clock()
     for name, module in list(sys.modules.items()):
         if name.startswith(("lib.memory", "lib.agent")) and getattr(module, "now_iso", None) is now_iso:

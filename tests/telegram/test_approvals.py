@@ -61,18 +61,6 @@ approval_timeout = {timeout}
 
 
 @pytest.fixture
-def bot():
-    """The fake Bot API (respx), letting the loopback web page through to the real server."""
-    import respx
-
-    from tests.support.telegram import FakeBotAPI
-
-    with respx.mock(assert_all_called=False) as router:
-        router.route(host="127.0.0.1").pass_through()
-        yield FakeBotAPI(router)
-
-
-@pytest.fixture
 def page():
     server = PageServer()
     server.page("/tea", INJECTED)
