@@ -10,7 +10,7 @@ coarse pass with float rescoring + fusion), the local model embedding the query 
 How the index is filled: messages are random sentences over a Zipf-distributed vocabulary,
 written as canonical rows and search chunks (FTS5 by trigger). Embedding 100k contextual chunks
 with the local model would take about half an hour here, so each chunk's vector is a real
-MiniLM embedding of one of 2,000 sentences plus noise (same distribution shape, same vec0
+embedding (the configured local model) of one of 2,000 sentences plus noise (same distribution shape, same vec0
 layout); LoCoMo (bench/locomo.py) measures the real per-turn indexing cost.
 """
 
@@ -34,7 +34,7 @@ from lib.config import load_settings  # noqa: E402
 from lib.db import connect, iso  # noqa: E402
 from lib.memory import vectors  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
-from lib.memory.embeddings import LocalEmbedder, content_hash, model_key  # noqa: E402
+from lib.memory.embeddings import content_hash, get_embedder, model_key  # noqa: E402
 from lib.memory.retrieval import close_side_connections, search_messages  # noqa: E402
 
 USER = "100001"
@@ -126,7 +126,7 @@ def main(messages: int, queries: int) -> None:
         migrate.migrate(conn)
         started = time.perf_counter()
         pool_texts = sentences(rng, words, POOL)
-        pool_vectors = LocalEmbedder().embed(pool_texts)
+        pool_vectors = get_embedder(settings).embed(pool_texts)
         embed_seconds = time.perf_counter() - started
         started = time.perf_counter()
         fill(conn, settings, rng, words, USER, messages, pool_texts, pool_vectors)

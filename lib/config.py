@@ -146,7 +146,7 @@ class MemoryConfig(_Section):
 
 class EmbeddingsConfig(_Section):
     provider: Literal["local", "openai", "none"] = "local"
-    model: str = "all-MiniLM-L6-v2"
+    model: str = "multilingual-e5-small"
     dimensions: Count = 384
 
 

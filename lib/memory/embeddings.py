@@ -1,4 +1,8 @@
-"""Text embeddings for semantic retrieval: the local MiniLM model, an OpenAI-compatible API, or none.
+"""Text embeddings for semantic retrieval: a local model, an OpenAI-compatible API, or none.
+
+Local models: multilingual-e5-small (the default, lib/memory/e5.py) or all-MiniLM-L6-v2 (int8
+ONNX, below). A retrieval model encodes a search query differently from the texts it searches:
+`embed(texts, query=True)` asks for that; the others embed both alike.
 
 The provider comes from `[embeddings]` (provider, model, dimensions). Every vector is cached in
 `embedding_cache` by content hash, model and dimensions, so no text is embedded twice. A
@@ -25,10 +29,14 @@ import numpy as np
 from lib.config import Settings
 from lib.db import immediate, now_iso
 from lib.errors import EmbeddingError
+from lib.memory import e5
+from lib.memory.vectors import normalise
 
 log = logging.getLogger("ash.memory.embeddings")
 
-LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_MODEL = e5.MODEL  # the default
+MINILM = "all-MiniLM-L6-v2"
+LOCAL_MODELS = (e5.MODEL, MINILM)
 LOCAL_DIMENSIONS = 384
 # all-MiniLM-L6-v2 was trained on 256 word pieces at most (sentence-transformers' max_seq_length).
 LOCAL_MAX_TOKENS = 256
@@ -61,7 +69,9 @@ class Embedder(Protocol):
     model: str
     dimensions: int
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """`query`: the texts are search queries (a retrieval model encodes them apart)."""
+        ...
 
 
 def content_hash(text: str) -> str:
@@ -75,12 +85,6 @@ def _sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (cosine similarity becomes a dot product)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 @dataclass
@@ -168,14 +172,15 @@ def token_batches(lengths: list[int], max_texts: int, max_tokens: int) -> list[r
     return batches
 
 
-class LocalEmbedder:
+class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on this machine: nothing leaves it."""
 
-    model = LOCAL_MODEL
+    model = MINILM
     dimensions = LOCAL_DIMENSIONS
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts in batches of similar token length (less padding), returned in input order."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Embed texts in batches of similar token length (less padding), returned in input order
+        (queries and passages alike: the model has one encoding)."""
         loaded = _load_local_model()
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         token_ids = [e.ids for e in loaded.tokenizer.encode_batch(texts)]
@@ -212,18 +217,18 @@ def get_embedder(settings: Settings, *, timeout: float | None = None) -> Embedde
     if cfg.provider == "openai":
         from lib.llm.embeddings import OpenAIEmbedder
 
-        # The config's default model is the local one; with provider = "openai" it means "the default".
-        model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        # The config's default model is a local one; with provider = "openai" it means "the default".
+        model = OPENAI_DEFAULT_MODEL if cfg.model in LOCAL_MODELS else cfg.model
         secrets = settings.secrets
         return OpenAIEmbedder(
             secrets.openai_api_key, secrets.openai_base_url, model=model, dimensions=cfg.dimensions, timeout=timeout
         )
-    if cfg.model != LOCAL_MODEL or cfg.dimensions != LOCAL_DIMENSIONS:
+    if cfg.model not in LOCAL_MODELS or cfg.dimensions != LOCAL_DIMENSIONS:
         raise EmbeddingError(
-            f"the local provider runs {LOCAL_MODEL} with {LOCAL_DIMENSIONS} dimensions; "
+            f"the local provider runs {' or '.join(LOCAL_MODELS)} with {LOCAL_DIMENSIONS} dimensions; "
             f"[embeddings] says {cfg.model} with {cfg.dimensions}"
         )
-    return LocalEmbedder()
+    return e5.E5Embedder() if cfg.model == e5.MODEL else MiniLMEmbedder()
 
 
 def model_key(settings: Settings) -> tuple[str, int] | None:
@@ -232,7 +237,7 @@ def model_key(settings: Settings) -> tuple[str, int] | None:
     if cfg.provider == "none":
         return None
     if cfg.provider == "openai":
-        model = OPENAI_DEFAULT_MODEL if cfg.model == LOCAL_MODEL else cfg.model
+        model = OPENAI_DEFAULT_MODEL if cfg.model in LOCAL_MODELS else cfg.model
         return f"openai:{model}", cfg.dimensions
     return f"local:{cfg.model}", cfg.dimensions
 
@@ -242,12 +247,14 @@ _down_until: dict[str, float] = {}
 
 
 def embed_texts(
-    conn: apsw.Connection, settings: Settings, texts: list[str], *, cache: bool = True
+    conn: apsw.Connection, settings: Settings, texts: list[str], *, cache: bool = True, query: bool = False
 ) -> np.ndarray | None:
     """Vectors for `texts` (cache first), or None when embeddings are off or the provider is down.
 
-    `cache=False` (search queries) neither reads nor writes the cache: a query is embedded once.
+    `cache=False` neither reads nor writes the cache. `query=True` embeds search queries (never
+    cached: a query is embedded once, and a retrieval model encodes it unlike a stored text).
     """
+    cache = cache and not query
     key = model_key(settings)
     if key is None or not texts:
         return None if key is None else np.zeros((0, key[1]), dtype=np.float32)
@@ -268,7 +275,7 @@ def embed_texts(
     todo = [texts[positions[0]] for positions in missing.values()]
     try:
         embedder = get_embedder(settings)
-        vectors = embedder.embed(todo)
+        vectors = embedder.embed(todo, query=query)
     except Exception as exc:  # any provider failure degrades to FTS5, never fails the turn
         _down_until[model] = time.monotonic() + COOLDOWN_SECONDS
         log.warning("embeddings unavailable (%s); using full-text search only for now", exc)

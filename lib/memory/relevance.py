@@ -8,16 +8,23 @@ evidence instead. An item is relevant when
 - it holds a rare word of the query: one found in at most RARE_SHARE of all indexed chunks (or
   in at most RARE_COUNT of them, for a young memory): "haiku" or "Porto", not "good" or
   "thanks", which are in thousands of turns and say nothing about which;
-- or its embedding is close to the query's (cosine >= ITEM_COSINE);
+- or its embedding is close to the query's (cosine >= the model's `item` floor);
 - or, for messages, it is the turn just before or after such an item (the "Yes, last Friday!"
   whose words are in the question before it, lib/memory/conversation.py).
 
-A query with no rare word found anywhere and no item at cosine >= QUERY_COSINE pulls in
-nothing. Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated
-memory) and `bench/data/small_talk.txt` (committed before any floor was tried): small talk
-20 -> 0.70 items a message, for 0.010 of the evidence that reaches the prompt (0.868 ->
-0.858; README, "Relevance floor"). A cosine floor alone (tried first) cut evidence before small
-talk: prompt recall 0.871 -> 0.784. Without the neighbour rule: 0.866 -> 0.835.
+A query with no rare word found anywhere and no item at cosine >= the model's `query` floor
+pulls in nothing. Each embedding model has its own scale: MiniLM's and OpenAI's cosines spread
+from about 0 to 0.6 for unrelated to related chat turns, multilingual-e5-small's sit between 0.75
+and 0.9 for any two of them, so the floors are set per model (COSINE_FLOORS).
+
+Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated memory) and
+`bench/data/small_talk.txt` (committed before any floor was tried), with MiniLM: small talk 20 ->
+0.70 items a message, for 0.010 of the evidence that reaches the prompt (0.868 -> 0.858; README,
+"Relevance floor"). A cosine floor alone (tried first) cut evidence before small talk: prompt
+recall 0.871 -> 0.784. Without the neighbour rule: 0.866 -> 0.835.
+With multilingual-e5-small's centred vectors (lib/memory/e5.py), on the three tuning
+conversations: floors (0.3, 0.4) let 2.58 small-talk items a message through (prompt recall
+0.872), (0.35, 0.45) 0.85 (0.848), (0.4, 0.45) 0.67 (0.843), (0.35, 0.5) 0.39 (0.740).
 
 Document frequencies are counted over every owner's chunks (as BM25's are): a count, never
 content, and a term's count is only read up to the threshold, so a common word costs little.
@@ -25,12 +32,27 @@ content, and a term's count is only read up to the threshold, so a common word c
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import apsw
 
 RARE_SHARE = 0.002
 RARE_COUNT = 3
-ITEM_COSINE = 0.3
-QUERY_COSINE = 0.4
+
+
+class CosineFloor(NamedTuple):
+    item: float  # an item this close to the query passes by itself
+    query: float  # without a rare word, nothing passes unless some item is this close
+
+
+# By the model key of lib.memory.embeddings.model_key; any other model gets DEFAULT_FLOOR.
+DEFAULT_FLOOR = CosineFloor(item=0.3, query=0.4)
+COSINE_FLOORS = {"local:multilingual-e5-small": CosineFloor(item=0.35, query=0.45)}
+
+
+def cosine_floor(model: str | None) -> CosineFloor:
+    return COSINE_FLOORS.get(model or "", DEFAULT_FLOOR)
+
 
 # Counting stops one past the threshold: only "rare or not" matters, and a word in half of
 # 100k chunks would otherwise be counted in full.
@@ -59,9 +81,9 @@ def expression(terms: list[str]) -> str | None:
     return " OR ".join(f'"{t}"' for t in terms) or None
 
 
-def relevant(rare_matches: set[int], cosines: dict[int, float]) -> set[int] | None:
+def relevant(rare_matches: set[int], cosines: dict[int, float], floor: CosineFloor = DEFAULT_FLOOR) -> set[int] | None:
     """Items that pass the floor by themselves, or None when the query is about nothing in
     memory (no rare word found, no item close enough)."""
-    if not rare_matches and max(cosines.values(), default=0.0) < QUERY_COSINE:
+    if not rare_matches and max(cosines.values(), default=0.0) < floor.query:
         return None
-    return rare_matches | {ref for ref, cosine in cosines.items() if cosine >= ITEM_COSINE}
+    return rare_matches | {ref for ref, cosine in cosines.items() if cosine >= floor.item}

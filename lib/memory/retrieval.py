@@ -42,7 +42,7 @@ FTS_CANDIDATES = 50
 VECTOR_CANDIDATES = 64
 # Weights of the two rankers' scaled scores in the fusion (see fuse_scores).
 FTS_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.5
+VECTOR_WEIGHT = 0.7
 OWN_WORDS_WEIGHT = 0.4
 STEM_CHARS = 5
 # A nudge toward newer items, far smaller than any real score difference: it only
@@ -50,9 +50,9 @@ STEM_CHARS = 5
 RECENCY_WEIGHT = 1e-5
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_QUERY_TERMS = 32
-# The vector side of a hybrid search (embedding the query, KNN) runs on a worker thread with its
-# own connection while the calling thread runs the FTS query: onnxruntime, sqlite-vec and FTS5
-# all release the GIL. At 100k messages: embed ~2.5 ms + KNN ~9 ms next to FTS ~6 ms.
+# The KNN of a hybrid search runs on a worker thread with its own connection while the calling
+# thread runs the FTS query (sqlite-vec and FTS5 release the GIL); the query is embedded before
+# both (see search_messages). At 100k messages: embed ~7 ms, then KNN ~7 ms next to FTS ~5 ms.
 PARALLEL = True
 PARALLEL_WORKERS = 2
 SIDE_DATABASES = 4  # database files with idle second connections kept open (least recently used closed)
@@ -142,7 +142,7 @@ def _query_vector(conn: apsw.Connection, settings: Settings) -> bool:
 def _embed_query(conn: apsw.Connection, settings: Settings, query: str) -> np.ndarray | None:
     if not _query_vector(conn, settings):
         return None
-    embedded = embed_texts(conn, settings, [query], cache=False)
+    embedded = embed_texts(conn, settings, [query], query=True)
     return None if embedded is None else embedded[0]
 
 
@@ -318,6 +318,10 @@ def search_messages(
     vector_hits: dict[int, float] = {}
     expression = fts_query(query)
     side = _side_path(conn) if expression and mode == "hybrid" else None
+    if side and query_vector is _UNSET:
+        # The embedding first, on every core (the local models are multi-threaded: beside the
+        # full-text query it took 13 ms instead of 7), then the KNN beside the full-text query.
+        query_vector = _embed_query(conn, settings, query)
     pending = _executor().submit(_side_vector_hits, side, settings, user_id, query, query_vector) if side else None
     if expression and mode != "vector":
         found = rows(conn, FTS_MESSAGES_SQL, {"q": expression, "owner": user_id, "n": FTS_CANDIDATES})
@@ -333,7 +337,8 @@ def search_messages(
     if floor:
         params = {"owner": user_id, "n": FTS_CANDIDATES}
         cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
-        passed = relevance.relevant(_rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words), cosines)
+        rare = _rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words)
+        passed = relevance.relevant(rare, cosines, _cosine_floor(settings))
         if passed is None:
             return []
         allowed = passed | conversation.neighbours(conn, user_id, passed)
@@ -392,6 +397,11 @@ def _cosines(
         if chunk["id"] in similar:
             found[chunk["ref_id"]] = max(found.get(chunk["ref_id"], -1.0), similar[chunk["id"]])
     return found
+
+
+def _cosine_floor(settings: Settings) -> relevance.CosineFloor:
+    key = model_key(settings)
+    return relevance.cosine_floor(key[0] if key else None)
 
 
 def _within(scores: dict[int, float], allowed: set[int] | None) -> dict[int, float]:
@@ -465,7 +475,8 @@ def search_knowledge(
     allowed = None
     if floor:
         cosines = _cosines(conn, settings, query, query_vector, "memory", fts, vector_hits)
-        allowed = relevance.relevant(_rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query, rare_words), cosines)
+        rare = _rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query, rare_words)
+        allowed = relevance.relevant(rare, cosines, _cosine_floor(settings))
         if allowed is None:
             return []
     by_id = _visible_knowledge(conn, user_id, candidates, include_superseded)

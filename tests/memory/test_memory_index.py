@@ -113,7 +113,7 @@ def test_vectors_written_while_embeddings_were_down_are_backfilled(ash_home, mon
     settings = settings_with(ash_home)
     conn = open_db(settings)
     monkeypatch.setattr(embeddings, "_down_until", {})
-    monkeypatch.setattr(embeddings.LocalEmbedder, "embed", lambda self, texts: 1 / 0)
+    monkeypatch.setattr(embeddings.e5.E5Embedder, "embed", lambda self, texts, **kw: 1 / 0)
     session_msgs = record_turn(
         conn, settings, session_id=conn_session(conn), user_id=ALICE, user_text="Buy oat milk", answer_text="Ok"
     )

@@ -128,10 +128,10 @@ def test_embedding_service_down_still_returns_full_text_results(local, monkeypat
     settings, conn = local
     turn(conn, settings, ALICE, "The spare key is under the blue flowerpot.")
 
-    def broken(self, texts):
+    def broken(self, texts, **kw):
         raise embeddings.EmbeddingError("connection refused")
 
-    monkeypatch.setattr(embeddings.LocalEmbedder, "embed", broken)
+    monkeypatch.setattr(embeddings.e5.E5Embedder, "embed", broken)
     monkeypatch.setattr(embeddings, "_down_until", {})
     with caplog.at_level(logging.WARNING, logger="ash.memory.embeddings"):
         found = retrieve_context(conn, settings, user_id=ALICE, query="where is the spare key?")

@@ -73,9 +73,10 @@ def test_context_for_a_does_find_a_private_facts(world):
 
 def test_b_sees_own_and_global_knowledge(world):
     settings, conn = world
-    results = retrieve_context(conn, settings, user_id="2", query="project name and team lunch", token_budget=10_000)
-    text = "\n".join(r.content for r in results)
-    assert "Kestrel" in text and "Team lunch" in text
+    own = retrieve_context(conn, settings, user_id="2", query="what is my project called?", token_budget=10_000)
+    shared = retrieve_context(conn, settings, user_id="2", query="when is team lunch?", token_budget=10_000)
+    assert "Kestrel" in "\n".join(r.content for r in own)
+    assert "Team lunch" in "\n".join(r.content for r in shared)
 
 
 def _context(settings, user_id: str, chat_id: str, is_owner: bool = False) -> ToolContext:
