@@ -58,6 +58,27 @@ def check_database(settings: Settings) -> Check:
     return Check("database", "ok", f"{path} migrated")
 
 
+def check_memory_index(settings: Settings) -> Check:
+    """The vector index was built by the configured embedding model (after an upgrade or a config
+    change it was not, and semantic search waits for `ash memory reindex`)."""
+    from lib.commands.common import open_db
+    from lib.memory.index import index_status
+    from lib.migrations import status
+
+    if not settings.database_path.exists():
+        return Check("memory index", "ok", "no database yet")
+    conn = open_db(settings, migrate_first=False)
+    try:
+        if status(conn).pending:
+            return Check("memory index", "ok", "checked once the database is migrated")
+        state = index_status(conn, settings)
+    finally:
+        conn.close()
+    if state["needs_reindex"]:
+        return Check("memory index", "warn", state["message"], "run `ash memory reindex` (it shows its progress)")
+    return Check("memory index", "ok", f"{state['vectors']} vectors, {state['message']}")
+
+
 def _private_files(settings: Settings) -> list[Path]:
     """Files that hold conversations or secrets, which nobody but their owner may read."""
     database = settings.database_path
@@ -162,6 +183,7 @@ def check_llm_keys(settings: Settings) -> Check:
 
 LOCAL_CHECKS: list[Callable[[Settings], Check]] = [
     check_database,
+    check_memory_index,
     check_permissions,
     check_allowed,
     check_webhook_secret,

@@ -9,6 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from lib.commands.cli import cli
+from lib.commands.doctor_checks import check_memory_index
 from lib.memory import e5, index, retrieval, vectors
 from tests.support.memory_retrieval import open_db, settings_with, turn
 
@@ -35,6 +36,8 @@ def test_reindex_moves_a_minilm_memory_to_e5(ash_home):
     # Until the reindex, answers come from full text, never from MiniLM vectors read as e5 ones.
     assert retrieval.search_messages(conn, new, user_id=ALICE, query="dog", mode="vector") == []
     conn.close()
+    told = check_memory_index(new)
+    assert told.status == "warn" and "all-MiniLM-L6-v2" in told.detail and "ash memory reindex" in told.hint
 
     result = CliRunner().invoke(cli, ["memory", "reindex"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -44,6 +47,7 @@ def test_reindex_moves_a_minilm_memory_to_e5(ash_home):
     status = index.index_status(conn, new)
     assert status["stored_model"] == "local:multilingual-e5-small" and not status["needs_reindex"]
     assert status["vectors"] == status["chunks"] == 6
+    assert check_memory_index(new).status == "ok"
     found = retrieval.search_messages(conn, new, user_id=ALICE, query="What kind of dog do I have?", mode="vector")
     assert {r.content for r in found[:2]} == set(TURNS[0])  # "dog" finds the greyhound turn and its answer
     conn.close()
