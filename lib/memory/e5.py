@@ -97,6 +97,14 @@ def _load():
         return _model
 
 
+def _forget_worker() -> None:
+    global _worker
+    _worker = None  # a forked child has the executor but not its thread
+
+
+os.register_at_fork(after_in_child=_forget_worker)
+
+
 def _executor() -> ThreadPoolExecutor:
     global _worker
     with _load_lock:

@@ -5,6 +5,10 @@ coarse pass. Real SQLite file, real migrations, both real models."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 from click.testing import CliRunner
 
@@ -13,6 +17,7 @@ from lib.commands.doctor_checks import check_memory_index
 from lib.memory import e5, index, retrieval, vectors
 from tests.support.memory_retrieval import open_db, settings_with, turn
 
+REPO = Path(__file__).resolve().parents[2]
 ALICE = "1001"
 MINILM = '[embeddings]\nprovider = "local"\nmodel = "all-MiniLM-L6-v2"\n[memory]\nextraction_enabled = false\n'
 DEFAULT = "[memory]\nextraction_enabled = false\n"
@@ -81,3 +86,24 @@ def test_knn_rescores_a_wide_coarse_pass_exactly(ash_home):
     found = vectors.knn(conn, query, owner=ALICE, kind="message", candidates=2)
     assert [chunk_id for chunk_id, _ in found] == exact
     conn.close()
+
+
+def test_e5_embeds_in_a_forked_child_after_the_parent_used_it():
+    """A server that forks workers after embedding once must not leave the child waiting on the
+    parent's embedding thread (which a fork does not copy)."""
+    script = """
+import os, signal
+from lib.memory import e5
+e5.E5Embedder().embed(["in the parent"])
+child = os.fork()
+if child == 0:
+    signal.alarm(30)
+    os._exit(0 if e5.E5Embedder().embed(["in the child"], query=True).shape == (1, 384) else 1)
+_, status = os.waitpid(child, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"]
