@@ -1,10 +1,10 @@
 """The centre of multilingual-e5-small's vectors (lib/memory/e5.py takes each vector relative to it).
 
-    .venv/bin/python bench/centre.py [--model multilingual-e5-small]
+    .venv/bin/python bench/centre.py
 
 multilingual-e5-small puts any two texts at cosine 0.75 to 0.9: its vectors share one large
 component (on a LoCoMo conversation the 64 nearest by hamming distance of the sign bits held
-36% of the 64 nearest by cosine; around this centre, 54%). The centre is the mean passage
+36% of the 64 nearest by cosine; around this centre, about half). The centre is the mean passage
 embedding of up to 600 sentences of this repository's README (Ash's own text; any varied text
 gives nearly the same mean: 0.92 cosine to the mean of a chat conversation's turns). Written to
 lib/memory/data/multilingual-e5-small.centre.npy. The committed file was made from the README of

@@ -14,8 +14,9 @@ evidence instead. An item is relevant when
 
 A query with no rare word found anywhere and no item at cosine >= the model's `query` floor
 pulls in nothing. Each embedding model has its own scale: MiniLM's and OpenAI's cosines spread
-from about 0 to 0.6 for unrelated to related chat turns, multilingual-e5-small's sit between 0.75
-and 0.9 for any two of them, so the floors are set per model (COSINE_FLOORS).
+from about 0 to 0.6 for unrelated to related chat turns; multilingual-e5-small's raw ones sit
+between 0.75 and 0.9 for any two, and once centred (lib/memory/e5.py) they spread again on a
+scale of their own, so the floors are set per model (COSINE_FLOORS).
 
 Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated memory) and
 `bench/data/small_talk.txt` (committed before any floor was tried), with MiniLM: small talk 20 ->

@@ -8,7 +8,7 @@ auxiliary column used to rescore the coarse candidates exactly (cosine). At 100k
 owner a float KNN takes ~42 ms here, the bit pass ~7 ms for 64 candidates.
 
 How many the bit pass hands to the rescoring: on a LoCoMo conversation the 64 nearest by
-hamming held 51% of the 64 nearest by cosine (multilingual-e5-small), the 256 nearest 96%, and
+hamming held about half of the 64 nearest by cosine (multilingual-e5-small), the 256 nearest 96%, and
 hybrid R@10 was 0.807 at 64, 0.819 at 128, 0.825 at 256. But sqlite-vec's bit pass costs about
 rows x candidates (at 100k rows: 7 ms for 64, 13 for 128, 27 for 256). So a partition gets as
 many as COARSE_BUDGET allows, between the `candidates` asked for and COARSE_CANDIDATES: 256 up
