@@ -107,3 +107,21 @@ print(os.waitstatus_to_exitcode(status))
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0"]
+
+
+def test_a_question_is_embedded_between_a_background_batchs_texts():
+    """The memory service embeds stored texts in the background on the same embedding thread: a
+    question must not wait behind all of them (the engine takes a few texts per call)."""
+    import threading
+    import time
+
+    long_texts = [
+        f"[8 May 2023] Sam: a long stored turn number {i} " + "about the garden and the boiler " * 20 for i in range(24)
+    ]
+    background = threading.Thread(target=e5.E5Embedder().embed, args=(long_texts,))
+    e5.E5Embedder().embed(["load the model first"])
+    background.start()
+    time.sleep(0.3)  # the background batch is under way (its 24 texts take about a second)
+    e5.E5Embedder().embed(["What did Sam say about the garden?"], query=True)
+    assert background.is_alive(), "the question waited for the whole background batch"
+    background.join()
