@@ -52,9 +52,11 @@ def test_a_turn_between_two_matches_is_lifted_by_them(db):
     spread = conversation.spread_to_neighbours(conn, OWNER, scores, by_id)
 
     # The answer ("Yes! Saturday at nine") shares no word with a question about the Skye ferry;
-    # it takes a share of both neighbours, and nothing crosses into another session.
-    assert spread[pronoun] == pytest.approx(conversation.NEIGHBOUR_SHARE * 1.8)
-    assert spread[before] == pytest.approx(1.0) and spread[other] == pytest.approx(0.5)
+    # it takes a share of both neighbours (the larger one of the turn that asked), and nothing
+    # crosses into another session. The asking turn keeps a little less.
+    assert spread[pronoun] == pytest.approx(conversation.ANSWER_SHARE * 1.0 + conversation.NEIGHBOUR_SHARE * 0.8)
+    assert spread[before] == pytest.approx(1.0 - conversation.QUESTION_DISCOUNT)
+    assert spread[other] == pytest.approx(0.5)
     assert set(by_id) == set(spread)
     # Through the search: the answer comes back for a question in the words of its neighbours.
     found = retrieval.search_messages(conn, settings, user_id=OWNER, query="Skye whisky tour ferry", limit=3)
@@ -98,7 +100,7 @@ def test_a_turn_in_the_session_that_matches_best_is_preferred(db, monkeypatch):
         ("Noor", "The hotel is small but right by the river."),
     ]
     say(conn, settings, "lisbon", lisbon)
-    say(conn, settings, "paris", [("Noor", "The hotel in that Paris story was a small place by the river too.")])
+    say(conn, settings, "paris", [("Noor", "The hotel on that Paris trip was a small place by the river too.")])
     query = "Which hotel did we get for the Lisbon trip?"
 
     def hotels() -> list[str]:
@@ -107,4 +109,38 @@ def test_a_turn_in_the_session_that_matches_best_is_preferred(db, monkeypatch):
 
     assert hotels()[0] == lisbon[4][1]
     monkeypatch.setattr(conversation, "SESSION_SHARE", 0.0)
-    assert hotels()[0] != lisbon[4][1]  # without the session's evidence the words alone pick Paris
+    assert hotels()[0] != lisbon[4][1]  # without the session's evidence the words pick Paris ("hotel", "trip")
+
+
+def test_the_answer_to_a_question_is_preferred_to_the_turn_that_asks(db, monkeypatch):
+    settings, conn = db
+    asked, answer, _ = say(
+        conn,
+        settings,
+        "weekend",
+        [
+            ("Ivo", "How was the pottery workshop in Porto?"),
+            ("Noor", "Loved it: I made a blue bowl, and the teacher wants me back in June."),
+            ("Ivo", "Nice, see you Monday."),
+        ],
+    )
+    # Other talk that shares a word each, as any real memory has.
+    say(conn, settings, "other", [("Ivo", "We drove to Porto in May."), ("Noor", "The garage workshop got a drill.")])
+    query = "What happened at the pottery workshop in Porto?"
+
+    def first() -> int:
+        return retrieval.search_messages(conn, settings, user_id=OWNER, query=query, limit=3)[0].id
+
+    # The question's words are all in the turn that asks; what happened is in the reply.
+    assert first() == answer
+    monkeypatch.setattr(conversation, "ANSWER_SHARE", conversation.NEIGHBOUR_SHARE)
+    monkeypatch.setattr(conversation, "QUESTION_DISCOUNT", 0.0)
+    assert first() == asked  # with plain neighbour shares the words win
+
+
+def test_what_counts_as_asking():
+    assert conversation.asks("How was Porto?")
+    assert conversation.asks("Wow! And then? 😊")  # a question before an emoji
+    assert conversation.asks("真的吗？") and conversation.asks("هل ذهبت؟")  # full-width, Arabic
+    assert not conversation.asks("Booked it: https://example.com/trip?id=42")  # a link's query
+    assert not conversation.asks("Loved it.")
