@@ -144,3 +144,9 @@ def test_what_counts_as_asking():
     assert conversation.asks("真的吗？") and conversation.asks("هل ذهبت؟")  # full-width, Arabic
     assert not conversation.asks("Booked it: https://example.com/trip?id=42")  # a link's query
     assert not conversation.asks("Loved it.")
+    # How much of a turn asks: all of a bare question, little of an answer with a courtesy
+    # question at its end (Ash's "Want me to book one?"), which keeps most of its score.
+    assert conversation.asking_share("How was Porto?") == 1.0
+    assert conversation.asking_share("Loved it.") == 0.0
+    booked = "Three hotels by the river have rooms on the 4th: Casa Azul, Rio and Ribeira. Want me to book one?"
+    assert 0.1 < conversation.asking_share(booked) < 0.3
