@@ -99,6 +99,8 @@ def asks(text: str) -> bool:
 def asking_share(text: str) -> float:
     """The share of the turn's text in sentences that ask: 1.0 for "How was Porto?", small for a
     long answer that ends with "Want me to book it?"."""
+    if not any(mark in text for mark in _MARKS):  # most turns: no need to split them
+        return 0.0
     sentences = [s.strip() for s in _SENTENCE_END.split(text)]
     total = sum(len(s) for s in sentences)
     return sum(len(s) for s in sentences if asks(s)) / total if total else 0.0
@@ -113,19 +115,17 @@ def spread_to_neighbours(
     if not scores or not NEIGHBOUR_SHARE:
         return scores
     _read_rows(conn, owner, scores, by_id)
+    asking = {ref: asking_share(by_id[ref]["content"]) for ref in scores if ref in by_id}
     spread = dict(scores)
     for ref, before, after in _around(conn, owner, scores):
         if before is not None:
             spread[before] = spread.get(before, 0.0) + NEIGHBOUR_SHARE * scores[ref]
         if after is not None:
-            share = ANSWER_SHARE if asks(by_id[ref]["content"]) else NEIGHBOUR_SHARE
+            share = ANSWER_SHARE if asking[ref] else NEIGHBOUR_SHARE
             spread[after] = spread.get(after, 0.0) + share * scores[ref]
     _read_rows(conn, owner, spread, by_id)
-    return {
-        ref: score - QUESTION_DISCOUNT * asking_share(by_id[ref]["content"])
-        for ref, score in spread.items()
-        if ref in by_id
-    }
+    asking |= {ref: asking_share(by_id[ref]["content"]) for ref in spread if ref in by_id and ref not in asking}
+    return {ref: score - QUESTION_DISCOUNT * asking[ref] for ref, score in spread.items() if ref in by_id}
 
 
 def _read_rows(conn: apsw.Connection, owner: str, refs, by_id: dict[int, dict]) -> None:

@@ -150,3 +150,6 @@ def test_what_counts_as_asking():
     assert conversation.asking_share("Loved it.") == 0.0
     booked = "Three hotels by the river have rooms on the 4th: Casa Azul, Rio and Ribeira. Want me to book one?"
     assert 0.1 < conversation.asking_share(booked) < 0.3
+    # A full-width mark ends a sentence even with no space after it: five of nine characters ask.
+    assert conversation.asking_share("你去了吗？我去了。") == pytest.approx(5 / 9)
+    assert conversation.asking_share("Booked it: https://example.com/trip?id=42") == 0.0
