@@ -177,36 +177,30 @@ def prefer_named_speaker(scores: dict[int, float], by_id: dict[int, dict], query
     return {ref: score + SPEAKER_BONUS * (speakers[ref] == name) for ref, score in scores.items()}
 
 
-def prefer_named_time(
+def prefer_asked_time(
     scores: dict[int, float],
     by_id: dict[int, dict],
     query: str,
     local: Callable[[str], datetime | None],
     today: date,
 ) -> dict[int, float]:
-    """TIME_BONUS for the turns said in, or speaking of, a time the query names; `local` turns a
-    stored timestamp into the moment in the user's time zone."""
-    asked = when.spans_in_query(query, today)
-    if not asked:
+    """TIME_BONUS for the turns said in, or speaking of, a time the query names, and (once more)
+    for the turns that say a time at all when the query asks when; `local` turns a stored
+    timestamp into the moment in the user's time zone."""
+    named = when.spans_in_query(query, today)
+    asks_when = when.asks_when(query)
+    if not named and not asks_when:
         return scores
     adjusted = {}
     for ref, score in scores.items():
         said = local(by_id[ref]["created_at"])
-        spoken = when.mentions(by_id[ref]["content"], said.date()) if said else []
-        adjusted[ref] = score + TIME_BONUS * any(span.meets(wanted) for span in spoken for wanted in asked)
-    return adjusted
-
-
-def prefer_saying_when(
-    scores: dict[int, float], by_id: dict[int, dict], query: str, local: Callable[[str], datetime | None]
-) -> dict[int, float]:
-    """For a question that asks when, TIME_BONUS for the turns that say a time."""
-    if not when.asks_when(query):
-        return scores
-    adjusted = {}
-    for ref, score in scores.items():
-        said = local(by_id[ref]["created_at"])
-        adjusted[ref] = score + TIME_BONUS * bool(said and when.speaks_of_time(by_id[ref]["content"], said.date()))
+        if said is None:
+            adjusted[ref] = score
+            continue
+        content, day = by_id[ref]["content"], said.date()
+        meets = any(span.meets(wanted) for span in when.mentions(content, day) for wanted in named)
+        says_when = asks_when and when.speaks_of_time(content, day)
+        adjusted[ref] = score + TIME_BONUS * meets + TIME_BONUS * says_when
     return adjusted
 
 

@@ -351,8 +351,7 @@ def search_messages(
         if mode == "hybrid":  # the single rankers stay plain, for comparison
             scores = conversation.spread_to_neighbours(conn, user_id, scores, by_id)
             scores = conversation.prefer_named_speaker(scores, by_id, query)
-            scores = conversation.prefer_named_time(scores, by_id, query, local, datetime.now(UTC).date())
-            scores = conversation.prefer_saying_when(scores, by_id, query, local)
+            scores = conversation.prefer_asked_time(scores, by_id, query, local, datetime.now(UTC).date())
             scores = conversation.prefer_strong_sessions(scores, by_id)
         return _within(scores, allowed)
 

@@ -81,7 +81,7 @@ def _said_on(conn, settings, session, day: str, text: str) -> int:
 
 def test_a_dated_question_finds_the_turn_that_said_two_weeks_ago(db):
     settings, conn = db
-    session = store.open_session(conn, "telegram", OWNER, OWNER, "private").id
+    session = _session(conn, OWNER)
     pottery = _said_on(conn, settings, session, "2023-05-08", "I finally tried a pottery class two weeks ago!")
     _said_on(conn, settings, session, "2023-05-20", "Another pottery class today, made a bowl.")
     _said_on(conn, settings, session, "2023-06-02", "Pottery again, the class is getting crowded.")
@@ -94,7 +94,7 @@ def test_a_dated_question_finds_the_turn_that_said_two_weeks_ago(db):
 
 def test_a_turn_said_inside_the_named_span_is_preferred(db):
     settings, conn = db
-    session = store.open_session(conn, "telegram", OWNER, OWNER, "private").id
+    session = _session(conn, OWNER)
     ids = [
         _said_on(conn, settings, session, day, "Dinner at the Lebanese place with Sara.")
         for day in ("2023-03-11", "2023-07-15", "2023-09-02")
@@ -102,7 +102,7 @@ def test_a_turn_said_inside_the_named_span_is_preferred(db):
     scores = dict.fromkeys(ids, 1.0)
     by_id = {r["id"]: r for r in rows(conn, "SELECT id, content, created_at FROM messages")}
 
-    adjusted = conversation.prefer_named_time(
+    adjusted = conversation.prefer_asked_time(
         scores, by_id, "Where did we eat in July 2023?", lambda stamp: index.local_moment(stamp, settings), date.today()
     )
     assert adjusted == {ids[0]: 1.0, ids[1]: 1.0 + conversation.TIME_BONUS, ids[2]: 1.0}
@@ -145,11 +145,11 @@ def test_a_when_question_prefers_the_turn_that_says_when(db):
     def local(stamp):
         return index.local_moment(stamp, settings)
 
-    assert conversation.prefer_saying_when(scores, by_id, question, local) == {
+    assert conversation.prefer_asked_time(scores, by_id, question, local, date.today()) == {
         undated: 1.0,
         dated: 0.9 + conversation.TIME_BONUS,
     }
-    assert conversation.prefer_saying_when(scores, by_id, "Who was at the Seattle game?", local) == scores
+    assert conversation.prefer_asked_time(scores, by_id, "Who was at the Seattle game?", local, date.today()) == scores
     found = retrieval.search_messages(conn, settings, user_id=OWNER, query=question)
     assert [r.id for r in found][:2] == [dated, undated]
     # Without the question asking when, words alone decide.
