@@ -8,8 +8,12 @@ context, a call that acts on the world or leaks data waits for the person to pre
 Risky: `bash`; `schedule` (it acts later, unseen); memory writes (`remember`, `forget`); every MCP
 tool (`NAME__tool`: Ash cannot know what it does); and `web_fetch` / `web_search` whose address or
 query the person did not write themselves: an injected page leaks data by asking for a URL or a
-search that carries it. `[sandbox] approval`: "untrusted" (the default, as above), "always"
-(every risky call asks, outside content or not), "never" (nothing asks).
+search that carries it. A search is the person's when every word of it is theirs (it is usually
+their question rephrased); an address only when they wrote that very address: a page can build
+`https://evil.example/?number=P998877` out of words the person used elsewhere.
+
+`[sandbox] approval`: "untrusted" (the default, as above), "always" (every risky call asks,
+outside content or not), "never" (nothing asks).
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ OWN_OUTPUT = frozenset(
 MCP_SEPARATOR = "__"
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# An address as people write it: with a scheme, or a bare host with a dot and what follows it.
+_URL = re.compile(r"(?:https?://)?[^\s/<>\"'`()\[\]]+\.[^\s/<>\"'`()\[\]]+(?:/[^\s<>\"'`]*)?", re.IGNORECASE)
+# Punctuation that ends a sentence after an address rather than belonging to it.
+_TRAILING = ".,;:!?)]}>\"'"
 
 
 @dataclass(frozen=True)
@@ -61,11 +69,28 @@ def words(text: str) -> set[str]:
     return {w.casefold() for w in _WORD.findall(text)}
 
 
+def address(url: str) -> str:
+    """An address in the form two spellings of it share: no scheme, fragment or final slash, the
+    host in lower case (the path and query stay exactly as written: they carry the data)."""
+    url = url.strip().rstrip(_TRAILING)
+    url = re.sub(r"^https?://", "", url, flags=re.IGNORECASE).split("#", 1)[0]
+    host, slash, rest = url.partition("/")
+    return (host.lower() + slash + rest).rstrip("/")
+
+
+def addresses_in(text: str) -> set[str]:
+    """Every address written in `text`, as `address` normalises it."""
+    return {address(match) for match in _URL.findall(text)}
+
+
 def _said_by_person(name: str, tool_input: dict, own_words: str) -> bool:
-    """Whether a web request's address or query is the person's own: every word of it appears
-    in what they wrote (a search is usually their question rephrased, a URL pasted)."""
-    asked = words(str(tool_input.get(REQUESTS[name], "")))
-    return bool(asked) and asked <= words(own_words)
+    """Whether a web request is the person's own: a search whose every word they wrote, an
+    address they wrote as a whole."""
+    asked = str(tool_input.get(REQUESTS[name], ""))
+    if name == "web_fetch":
+        return bool(asked.strip()) and address(asked) in addresses_in(own_words)
+    wanted = words(asked)
+    return bool(wanted) and wanted <= words(own_words)
 
 
 def approval_reason(setting: str, name: str, tool_input: dict, *, outside: list[str], own_words: str) -> str | None:

@@ -21,7 +21,7 @@ import apsw
 from lib.config import MemoryConfig
 from lib.db import immediate, now_iso, one, rows
 from lib.memory.chunking import speaker
-from lib.memory.store import StoredMessage, recent_messages
+from lib.memory.store import ORIGIN_OUTSIDE, StoredMessage, recent_messages
 from lib.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ SAVE_SUMMARY_SQL = """
 UPDATE sessions SET summary = ?, summary_through = ?, updated_at = ?
 WHERE id = ? AND coalesce(summary_through, 0) < ?
 """
+SESSION_METADATA_SQL = "SELECT metadata FROM sessions WHERE id = ?"
+SET_SESSION_METADATA_SQL = "UPDATE sessions SET metadata = ? WHERE id = ?"
 
 SUMMARY_SYSTEM = (
     "You maintain a running summary of a chat between a user and their assistant, Ash, so that "
@@ -128,6 +130,22 @@ def _transcript(previous: str | None, messages: list[dict]) -> str:
     return f"{head}New part of the transcript:\n" + "\n".join(lines) + "\n\nWrite the updated summary."
 
 
+def outside_in(messages: list[dict]) -> list[str]:
+    """The outside content the stored messages held (lib/agent/turn.py origin_metadata), named once."""
+    names: list[str] = []
+    for message in messages:
+        names += json.loads(message["metadata"] or "{}").get(ORIGIN_OUTSIDE) or ()
+    return list(dict.fromkeys(names))
+
+
+def _mark_summary_outside(conn: apsw.Connection, session_id: int, outside: list[str]) -> None:
+    """A summary that folded in someone else's words may repeat them: it counts as outside content
+    for every later turn of the session (sessions.metadata summary_outside)."""
+    metadata = json.loads(one(conn, SESSION_METADATA_SQL, (session_id,))["metadata"] or "{}")
+    metadata["summary_outside"] = list(dict.fromkeys([*metadata.get("summary_outside", []), *outside]))
+    conn.execute(SET_SESSION_METADATA_SQL, (json.dumps(metadata), session_id))
+
+
 async def maybe_compact(runtime: Runtime, session_id: int, user_id: str | None = None) -> bool:
     """Summarize the session's older messages when its history outgrew the budget; True if it did."""
     from lib.agent.models import complete_text
@@ -150,11 +168,14 @@ async def maybe_compact(runtime: Runtime, session_id: int, user_id: str | None =
     if not summary.strip():
         return False
     through = older[-1]["id"]
+    outside = outside_in(older)
 
     def save() -> None:
         conn = runtime.db.conn()
         with immediate(conn):
             conn.execute(SAVE_SUMMARY_SQL, (summary.strip(), through, now_iso(), session_id, through))
+            if outside and conn.changes():
+                _mark_summary_outside(conn, session_id, outside)
 
     await asyncio.to_thread(save)
     log.info("session %s compacted through message %s (%d messages)", session_id, through, len(older))

@@ -17,7 +17,7 @@ from pathlib import Path
 from lib.agent.contract import TurnInput
 from lib.config import Settings
 from lib.memory.scope import is_group
-from lib.memory.store import Profile
+from lib.memory.store import ORIGIN_OUTSIDE, Profile
 from lib.memory.types import SearchResult
 
 log = logging.getLogger("ash.prompt")
@@ -104,6 +104,10 @@ def _memory_section(items: list[SearchResult]) -> str:
         if item.metadata.get("source") == "document" and item.metadata.get("file"):
             # A section of a file someone sent (lib/memory/documents.py): what that file says, not a fact.
             source = f'source="document" file="{html.escape(str(item.metadata["file"]))}"'
+        outside = item.metadata.get(ORIGIN_OUTSIDE)
+        if outside:
+            # A stored message that held someone else's words (a forward, a quote, a file): not the person's own.
+            source += f' outside="{html.escape(", ".join(map(str, outside)))}"'
         lines.append(f"<item {source}{date}>{_quote(item.content)}</item>")
     return "## What you remember that may be relevant\n<memory>\n" + "\n".join(lines) + "\n</memory>"
 

@@ -90,16 +90,17 @@ def close_unanswered(runtime: Runtime, action_id: int, status: str, note: str) -
         conn, context, tool_name=use.name, tool_input=use.input, result=ToolResult(note, is_error=True), duration_ms=0
     )
     if turn.update_id is not None:
-        from lib.agent.turn import _owner, _stored_user_text
+        from lib.agent.turn import memory_owner_of, origin_metadata, stored_user_text
 
         memory_api.record_turn(
             conn,
             runtime.settings,
             session_id=state.session_id,
             user_id=turn.user_id,
-            user_text=_stored_user_text(turn),
+            user_text=stored_user_text(turn),
             answer_text=final_answer([*state.done, note], []),
             update_id=turn.update_id,
-            owner=_owner(turn),
+            owner=memory_owner_of(turn),
+            origin=origin_metadata(turn),
         )
     return action

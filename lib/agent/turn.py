@@ -25,7 +25,7 @@ from lib.memory import api as memory_api
 from lib.memory import provenance, store
 from lib.memory.scope import is_group, memory_owner
 from lib.memory.service import MemoryService
-from lib.memory.store import Session, StoredMessage
+from lib.memory.store import ORIGIN_OUTSIDE, ORIGIN_TYPED, Session, StoredMessage
 from lib.memory.types import SearchResult
 from lib.runtime import Runtime
 from lib.tools.base import ToolContext
@@ -72,7 +72,7 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
             conn,
             settings,
             # This chat's memory only: in a group, the group's (lib/memory/scope.py).
-            user_id=_owner(turn),
+            user_id=memory_owner_of(turn),
             query=turn.text,
             session_id=session.id,
             token_budget=memory.retrieval_token_budget,
@@ -102,7 +102,7 @@ def _record_sources(
             provider=turn.provider,
             chat_id=turn.chat_id,
             user_id=turn.user_id,
-            memory_owner=_owner(turn),
+            memory_owner=memory_owner_of(turn),
             session_id=session_id,
             update_id=turn.update_id,
             retrieved=shown,
@@ -115,7 +115,7 @@ def _record_sources(
     return sources_id, len(shown) + len(provenance.note_lines(notes))
 
 
-def _owner(turn: TurnInput) -> str:
+def memory_owner_of(turn: TurnInput) -> str:
     """Whose memory this turn reads and writes: the person's, or in a group the group's."""
     return memory_owner(turn.chat_type, turn.chat_id, turn.user_id)
 
@@ -151,7 +151,8 @@ def _user_message(turn: TurnInput) -> Message:
     return Message("user", tuple(blocks))
 
 
-def _stored_user_text(turn: TurnInput) -> str:
+def stored_user_text(turn: TurnInput) -> str:
+    """What history keeps of the person's message (a document's text is kept as knowledge)."""
     text = turn.text if turn.stored_text is None else turn.stored_text
     if not turn.images:
         return text
@@ -159,24 +160,45 @@ def _stored_user_text(turn: TurnInput) -> str:
     return f"{text}\n{note}".strip()
 
 
+def origin_metadata(turn: TurnInput) -> dict | None:
+    """How a stored message keeps the origin of its parts: the outside content in it, named, and
+    what the person typed themselves. Stored with the message, so a later turn, fact extraction
+    and retrieval never take a forward, a quote or a file's name for the person's own words."""
+    if not turn.untrusted:
+        return None
+    typed = turn.typed_text if turn.typed_text is not None else ""
+    return {ORIGIN_OUTSIDE: list(dict.fromkeys(turn.untrusted)), ORIGIN_TYPED: typed}
+
+
 def _outside_content(turn: TurnInput, prepared: _Prepared) -> list[str]:
     """The outside content a new turn starts with (lib/agent/approval.py): what came with the
-    message, other members' words in a group's history, documents among retrieved memories."""
+    message, what came with earlier messages of the conversation (and its summary), other
+    members' words in a group's history, documents and forwards among retrieved memories."""
     outside = list(turn.untrusted)
-    if any(m.role == "user" and m.speaker_user_id not in (None, turn.user_id) for m in prepared.history):
-        outside.append("messages from other members of this group")
+    for message in prepared.history:
+        if message.role == "user" and message.speaker_user_id not in (None, turn.user_id):
+            outside.append("messages from other members of this group")
+        outside += [f"{name} earlier in this chat" for name in message.metadata.get(ORIGIN_OUTSIDE) or ()]
+    if prepared.session.summary:
+        outside += [f"{name} in the summary of this chat" for name in prepared.session.summary_outside]
     speaker = speaker_name(turn) if is_group(turn.chat_type) else None
     for item in prepared.retrieved:
         if item.metadata.get("untrusted"):
             outside.append(f"a document from memory ({item.metadata.get('file') or 'a file'})")
         elif item.source_type == "message" and item.metadata.get("speaker") not in (None, speaker):
             outside.append("messages from other members of this group")
+        outside += [f"{name} from memory" for name in item.metadata.get(ORIGIN_OUTSIDE) or ()]
     return outside
 
 
 def _own_words(turn: TurnInput, prepared: _Prepared) -> str:
-    """What the person wrote themselves: this message, and their earlier ones in the window."""
-    earlier = [m.content for m in prepared.history if m.role == "user" and m.speaker_user_id in (None, turn.user_id)]
+    """What the person wrote themselves: this message, and their earlier ones in the window
+    (of a message that held outside content, only what they typed)."""
+    earlier = [
+        m.metadata.get(ORIGIN_TYPED, m.content) if ORIGIN_OUTSIDE in m.metadata else m.content
+        for m in prepared.history
+        if m.role == "user" and m.speaker_user_id in (None, turn.user_id)
+    ]
     return "\n".join([*earlier, turn.text if turn.typed_text is None else turn.typed_text])
 
 
@@ -187,7 +209,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule
         session_id=session_id,
         provider=turn.provider,
         is_owner=is_owner(runtime.settings, turn),
-        memory_owner=_owner(turn),
+        memory_owner=memory_owner_of(turn),
         chat_type=turn.chat_type,
         message_thread_id=turn.message_thread_id,
         direct_messages_topic_id=turn.direct_messages_topic_id,
@@ -298,12 +320,13 @@ async def store_exchange(
                 runtime.settings,
                 session_id=state.session_id,
                 user_id=turn.user_id,
-                user_text=_stored_user_text(turn),
+                user_text=stored_user_text(turn),
                 answer_text=answer,
                 update_id=turn.update_id,
                 embed=housekeeper is None,
-                owner=_owner(turn),
+                owner=memory_owner_of(turn),
                 speaker=speaker_name(turn) if is_group(turn.chat_type) else None,
+                origin=origin_metadata(turn),
             )
         )
     except Exception:

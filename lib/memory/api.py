@@ -76,18 +76,21 @@ def record_turn(
     embed: bool = True,
     owner: str | None = None,
     speaker: str | None = None,
+    origin: dict | None = None,
 ) -> tuple[int, int]:
     """Persist the user's message and the answer, index both; returns their message ids.
 
     `user_id` wrote the message; `owner` is whose memory the exchange joins (default: the
     writer's own; a group's in a group, see lib/memory/scope.py), and `speaker` the writer's
-    name, kept so a shared transcript says who said what.
+    name, kept so a shared transcript says who said what. `origin` ({store.ORIGIN_OUTSIDE: names,
+    store.ORIGIN_TYPED: text}) marks a message that holds someone else's words.
 
     A turn resumed after a crash may be recorded twice for one update: the second time the
     stored answer is replaced rather than the exchange duplicated. With `embed=False` only the
     full-text index is written now; `lib.memory.index.backfill_vectors` adds the vectors."""
     owner = owner or user_id
-    said = {"speaker": speaker} if speaker else None  # who wrote it is the speaker_user_id column
+    # Who wrote it is the speaker_user_id column; the name is kept for the transcript.
+    said = {**({"speaker": speaker} if speaker else {}), **(origin or {})} or None
     # It reads before it writes: take the write lock first, or another process's commit in
     # between makes SQLite answer "database is locked" at once (lib.db.immediate).
     with immediate(conn):

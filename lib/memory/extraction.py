@@ -43,7 +43,7 @@ ON CONFLICT (user_id) DO UPDATE SET through_message_id = max(through_message_id,
 """
 DUE_SQL = "SELECT user_id, due_at, through_message_id FROM extraction_queue WHERE due_at <= ? ORDER BY due_at"
 NEW_MESSAGES_SQL = """
-SELECT id, content, created_at FROM messages
+SELECT id, content, created_at, metadata FROM messages
 WHERE owner_user_id = :user AND role = 'user' AND id > :after AND id <= :through AND length(content) >= :min_length
 ORDER BY id DESC LIMIT :limit
 """
@@ -175,7 +175,18 @@ def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through
         "min_length": settings.config.memory.extraction_min_message_length,
         "limit": MAX_MESSAGES_PER_RUN,
     }
-    return list(reversed(rows(conn, NEW_MESSAGES_SQL, params)))
+    return [own for message in reversed(rows(conn, NEW_MESSAGES_SQL, params)) if (own := _own_part(message))]
+
+
+def _own_part(message: dict) -> dict | None:
+    """The message as extraction reads it: of one that held someone else's words (a forward, a
+    quoted message, a document: store.ORIGIN_OUTSIDE), only what the person typed; None when they
+    typed nothing. A forwarded "the user's password is ..." is not a fact the user told Ash."""
+    metadata = json.loads(message.pop("metadata") or "{}")
+    if store.ORIGIN_OUTSIDE not in metadata:
+        return message
+    typed = str(metadata.get(store.ORIGIN_TYPED) or "").strip()
+    return {**message, "content": typed} if typed else None
 
 
 def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:

@@ -160,6 +160,10 @@ def forget_user(
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         conn.execute("DELETE FROM tool_executions WHERE user_id = ?", (user_id,))
         tools = conn.changes()
+        # Calls that waited (or waited once) for their Run / Deny keep the turn's state: the
+        # person's words, a document, the command itself. A press on an old button finds nothing.
+        conn.execute("DELETE FROM pending_actions WHERE user_id = ?", (user_id,))
+        waiting = conn.changes()
         conn.execute("DELETE FROM user_profiles WHERE user_id = ?", (user_id,))
         profile = conn.changes()
         conn.execute("DELETE FROM extraction_queue WHERE user_id = ?", (user_id,))
@@ -174,6 +178,7 @@ def forget_user(
             "memories": memories,
             "sessions": len(empty),
             "tool_executions": tools,
+            "approval_requests": waiting,
             "profile": profile,
             "cached_embeddings": cached,
         }

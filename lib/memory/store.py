@@ -11,6 +11,11 @@ import apsw
 from lib.db import immediate, now_iso, one, rows
 from lib.tokens import estimate_tokens
 
+# Keys of a user message's metadata when part of it came from someone else (a forward, a quoted
+# message, a document): the names of that outside content, and what the person typed themselves.
+ORIGIN_OUTSIDE = "outside"
+ORIGIN_TYPED = "typed"
+
 
 @dataclass(frozen=True)
 class Session:
@@ -21,6 +26,9 @@ class Session:
     user_id: str
     summary: str | None = None
     summary_through: int | None = None
+    # The outside content (forwards, quotes, documents: lib/agent/approval.py) of the messages the
+    # summary folded in: the summary may repeat their words, so it is outside content too.
+    summary_outside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,8 @@ class Profile:
 
 
 OPEN_SESSION_SQL = """
-SELECT id, provider, chat_id, chat_type, user_id, summary, summary_through
+SELECT id, provider, chat_id, chat_type, user_id, summary, summary_through,
+       json_extract(metadata, '$.summary_outside') AS summary_outside
 FROM sessions WHERE provider = ? AND chat_id = ? AND closed_at IS NULL
 """
 INSERT_SESSION_SQL = """
@@ -79,7 +88,8 @@ ON CONFLICT (user_id) DO UPDATE SET
 
 
 def _session(row: dict) -> Session:
-    return Session(**row)
+    outside = tuple(json.loads(row.pop("summary_outside") or "[]"))
+    return Session(**row, summary_outside=outside)
 
 
 def open_session(conn: apsw.Connection, provider: str, chat_id: str, user_id: str, chat_type: str) -> Session:

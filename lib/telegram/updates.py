@@ -381,6 +381,9 @@ class TelegramUpdates:
         self, claim: inbox.Claim, message: Message, sink: TelegramSink, name: str, args: str
     ) -> tuple[str, str | None]:
         user, chat = message.from_, message.chat
+        # A command, like a new message, answers a waiting Run / Deny with "not run" (and /forget
+        # must not leave a call holding the person's words, ready to run on an old button).
+        await self.approvals.supersede("telegram", str(chat.id), str(user.id))
 
         def command_reply(conn) -> Reply:
             # A turn records who wrote (name, username) itself; a command does it here.
