@@ -87,14 +87,62 @@ def create_private(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
-def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
-    """Open `path` (created 0600 if missing unless read-only) with sqlite-vec and FTS5 ready."""
+class ThreadCrossing(RuntimeError):
+    """A thread used another thread's connection: a bug (Database.conn() was called in one thread
+    and its connection handed to another, e.g. as an argument of asyncio.to_thread)."""
+
+
+class ThreadConnection(apsw.Connection):
+    """A connection that only the thread which opened it may use (Database.conn's).
+
+    apsw refuses a connection used by two threads at the same moment, but only when they happen
+    to meet: a turn handed the event loop's connection to a worker thread and failed 1 time in
+    80 with ThreadingViolationError, which retried the turn and sent a second answer. Checking
+    the thread on every way into the connection makes such a hand-over fail every time, in the
+    tests, instead of once in a while in production (about a microsecond a statement)."""
+
+    def __init__(self, *args, **kwargs):
+        self.owner = threading.get_ident()  # set first: apsw's connection hooks already use it
+        super().__init__(*args, **kwargs)
+
+    def _mine(self) -> None:
+        if threading.get_ident() != self.owner:
+            raise ThreadCrossing(
+                f"a connection to {self.filename} opened by thread {self.owner} was used by thread "
+                f"{threading.get_ident()}; call Database.conn() in the thread that uses it"
+            )
+
+    def execute(self, statements, bindings=None, **kwargs):
+        self._mine()
+        return super().execute(statements, bindings, **kwargs)
+
+    def executemany(self, statements, sequenceofbindings, **kwargs):
+        self._mine()
+        return super().executemany(statements, sequenceofbindings, **kwargs)
+
+    def cursor(self):
+        self._mine()
+        return super().cursor()
+
+    def pragma(self, name, value=None, **kwargs):
+        self._mine()
+        return super().pragma(name, value, **kwargs)
+
+    def __enter__(self):
+        self._mine()
+        return super().__enter__()
+
+
+def connect(path: str | Path, *, readonly: bool = False, owned: bool = False) -> apsw.Connection:
+    """Open `path` (created 0600 if missing unless read-only) with sqlite-vec and FTS5 ready.
+
+    `owned`: only this thread may use the connection (ThreadConnection)."""
     path = Path(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
         if not readonly and str(path) != ":memory:":
             create_private(path)
-        conn = apsw.Connection(str(path), flags=flags)
+        conn = (ThreadConnection if owned else apsw.Connection)(str(path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
         conn.load_extension(VEC0_PATH)
@@ -119,11 +167,11 @@ class Database:
         self._generation = 0
 
     def conn(self) -> apsw.Connection:
-        """This thread's connection, opened on first use."""
+        """This thread's connection, opened on first use; no other thread may use it."""
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == self._generation:
             return held[1]
-        conn = connect(self.path)
+        conn = connect(self.path, owned=True)
         with self._lock:
             self._open.append(conn)
             self._local.held = (self._generation, conn)

@@ -246,7 +246,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
     messages, known = await asyncio.to_thread(load)
     report.messages = len(messages)
     if not messages:
-        await asyncio.to_thread(_finish, db.conn(), user_id, through)
+        await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
         return report
     try:
         answer = await complete(system=EXTRACT_SYSTEM, prompt=_extract_prompt(messages, known), user_id=user_id)
@@ -266,7 +266,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
             report.dropped += 1
             continue
         # Known already (the same words, or nearly): strengthen what is stored instead of copying it.
-        again = await asyncio.to_thread(reinforce.find_duplicate, db.conn(), user_id, fact.content)
+        again = await asyncio.to_thread(lambda fact=fact: reinforce.find_duplicate(db.conn(), user_id, fact.content))
         if again is not None:
             await asyncio.to_thread(
                 lambda again=again, fact=fact: reinforce.reinforce(
@@ -283,7 +283,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
             fact.message_id = messages[-1]["id"]
         kept.append(fact)
     for fact in kept:
-        candidates = await asyncio.to_thread(_candidates, db.conn(), settings, user_id, fact)
+        candidates = await asyncio.to_thread(lambda fact=fact: _candidates(db.conn(), settings, user_id, fact))
         replaced: list[int] = []
         if candidates:
             try:
@@ -316,7 +316,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
         new_id = await asyncio.to_thread(store_fact)
         report.stored.append(new_id)
         report.superseded.update(dict.fromkeys(replaced, new_id))
-    await asyncio.to_thread(_finish, db.conn(), user_id, through)
+    await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
     log.info(
         "extraction for user %s: %d messages, %d facts stored, %d dropped, %d superseded",
         user_id,
