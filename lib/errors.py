@@ -26,8 +26,14 @@ class MigrationError(AshError):
     """A migration step failed, or the database is from a newer Ash."""
 
 
+class ChannelError(AshError):
+    """The channel (Telegram) could not deliver what the agent wrote. The agent does not try to
+    say so through the same channel ("Something went wrong" into a chat that blocked the bot):
+    it lets the error through to the channel's own handler."""
+
+
 # Telegram Bot API (lib/telegram/client.py); modelled on python-telegram-bot's request layer.
-class TelegramError(AshError):
+class TelegramError(ChannelError):
     """The Bot API answered with an error or could not be reached."""
 
     def __init__(self, message: str, *, error_code: int | None = None):

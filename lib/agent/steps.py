@@ -22,7 +22,7 @@ from lib.agent.approval import MCP_SEPARATOR, ApprovalRequest, Approvals, approv
 from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import TurnState
 from lib.db import monotonic_ms
-from lib.errors import LLMError, user_message
+from lib.errors import ChannelError, LLMError, user_message
 from lib.llm.types import Message, ToolResultBlock, ToolUseBlock
 from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext, ToolResult
@@ -210,7 +210,7 @@ async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Approval
     Returns the result, the answer text to store (every step's text, with notices), and the
     question when the turn parked. The sink has been finished (or failed) either way; on a
     failure the result has ok=False."""
-    from lib.agent.models import record, router_for
+    from lib.agent.models import ready_router, record
 
     runtime, sink, turn = loop.runtime, loop.sink, state.turn
     max_steps = runtime.settings.config.agent.max_steps
@@ -233,7 +233,7 @@ async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Approval
 
     question = None
     try:
-        async with router_for(runtime, state.preset) as router:
+        async with await ready_router(runtime, state.preset) as router:
             while True:
                 if state.uses:
                     question = await _run_calls(loop, state, result)
@@ -273,6 +273,11 @@ async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Approval
                     break
                 state.messages.append(Message("assistant", tuple(response.content)))
                 state.uses, state.results = list(uses), []
+    except ChannelError:
+        # The answer could not be delivered (blocked: 403, a flood wait of hours, the Bot API
+        # down): telling the person so through the same channel cannot work either. The channel's
+        # handler decides (mark the chat blocked; retry the update later).
+        raise
     except Exception as exc:
         if isinstance(exc, LLMError):  # the provider said why; no traceback needed
             log.warning("turn for user %s failed: %s", turn.user_id, exc.message)

@@ -3,6 +3,11 @@
 Retries (lib/retry.py): 429 waits `retry_after` and tries again; 5xx, timeouts and network
 failures are retried with exponential backoff and jitter. 400/401/403 are not retried. Callers
 that handle flood control themselves (streaming edits) pass `retry_flood=False` and get RetryAfter.
+
+A 429 is Telegram's word about the chat, not about one call: until its `retry_after` has passed,
+every call to that chat waits it out first (or, with `retry_flood=False`, is refused with
+RetryAfter without being sent), so the final answer never goes out into a flood wait that an
+earlier streaming edit was told about.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -106,6 +112,12 @@ def _text_params[TextParams: (SendMessage, EditMessageText)](
     )
 
 
+def _chat_of(params: Any) -> str | None:
+    """The chat a call writes to (None for getMe, setWebhook, answerCallbackQuery ...)."""
+    chat = params.get("chat_id") if isinstance(params, dict) else getattr(params, "chat_id", None)
+    return None if chat is None else str(chat)
+
+
 class TelegramClient:
     """Bot API methods Ash uses; `http_client` is the process's shared client."""
 
@@ -118,6 +130,7 @@ class TelegramClient:
         retries: int = 3,
         backoff: float = 0.5,  # seconds before the first retry; doubled each time, with jitter
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if not token:
             raise InvalidToken("TELEGRAM_BOT_TOKEN is not set")
@@ -130,6 +143,9 @@ class TelegramClient:
         # A flood wait longer than MAX_FLOOD_WAIT is not sat out: the caller gets RetryAfter.
         self.backoff = Backoff(base=backoff, max_delay=MAX_FLOOD_WAIT)
         self.sleep = sleep
+        self.clock = clock
+        # chat id -> the clock time before which Telegram's flood control asked for quiet.
+        self._quiet_until: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"TelegramClient({self.base})"
@@ -158,6 +174,22 @@ class TelegramClient:
     async def call(self, method: str, params: Any = None, *, retry_flood: bool = True, timeout: float | None = None):
         """Call a Bot API method and return its `result`; raises a TelegramError subclass."""
         body = ENCODER.encode(params if params is not None else {})
+        chat = _chat_of(params)
+        flooded = False  # this call's last attempt got a 429: `retry` has slept its retry_after
+
+        async def attempt() -> Any:
+            nonlocal flooded
+            if chat is not None and not flooded:
+                await self._wait_for_quiet(chat, method, retry_flood)
+            flooded = False
+            try:
+                return await self._once(method, body, timeout)
+            except RetryAfter as exc:
+                flooded = True
+                if chat is not None:
+                    until = self.clock() + exc.retry_after
+                    self._quiet_until[chat] = max(self._quiet_until.get(chat, 0.0), until)
+                raise
 
         def classify(exc: Exception) -> Retryable | None:
             if isinstance(exc, RetryAfter):
@@ -172,13 +204,24 @@ class TelegramClient:
                 log.warning("telegram %s: %s (attempt %d)", method, exc.message, attempt + 1)
 
         return await retry(
-            lambda: self._once(method, body, timeout),
+            attempt,
             retries=self.retries,
             backoff=self.backoff,
             classify=classify,
             sleep=self.sleep,
             on_error=note,
         )
+
+    async def _wait_for_quiet(self, chat: str, method: str, retry_flood: bool) -> None:
+        """Before a call to `chat`: wait out a flood wait Telegram gave for it (see the module)."""
+        left = self._quiet_until.get(chat, 0.0) - self.clock()
+        if left <= 0:
+            self._quiet_until.pop(chat, None)
+            return
+        if not retry_flood or left > MAX_FLOOD_WAIT:
+            raise RetryAfter(f"{method}: flood control for this chat, {left:.0f} s left", left)
+        log.info("telegram %s: waiting %.1f s of flood control for chat %s", method, left, chat)
+        await self.sleep(left)
 
     async def get_me(self) -> dict:
         """The bot's own User object."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ log = logging.getLogger("ash.telegram")
 # Streaming edits show a cursor so the user sees the answer is still coming. It is added only
 # where it fits: it must never push a part over Telegram's limit and into a message of its own.
 CURSOR = " …"
+# Telegram's 400 when the message an answer replies to no longer exists (worded differently over
+# the years: "reply message not found", "replied message not found", "message to be replied not found").
+REPLY_GONE = re.compile(r"repl\w* message not found|message to be replied not found", re.IGNORECASE)
 # What a message that can no longer be deleted shows instead of stale text.
 BLANK = "·"
 # How long a message waits for a typing action still in flight (then the action is dropped).
@@ -205,6 +209,21 @@ class TelegramSink:
             await self.on_new_message(self.message_ids)
 
     async def _send(self, html_text: str, where: Placement, *, reply_markup=None, retry_flood: bool):
+        try:
+            return await self._send_formatted(html_text, where, reply_markup=reply_markup, retry_flood=retry_flood)
+        except BadRequest as exc:
+            if where.reply_to is None or not REPLY_GONE.search(exc.message):
+                raise
+        # The question was deleted before the answer. In a forum topic Telegram ignores
+        # allow_sending_without_reply ("always False for replies in another chat or forum
+        # topic"), so the answer goes out replying to nothing, and so does the rest of it.
+        log.info("the message answered in chat %s is gone; sending without the reply", self.chat_id)
+        self.placement = self.placement.without_reply()
+        return await self._send_formatted(
+            html_text, where.without_reply(), reply_markup=reply_markup, retry_flood=retry_flood
+        )
+
+    async def _send_formatted(self, html_text: str, where: Placement, *, reply_markup=None, retry_flood: bool):
         try:
             sent = await self._with_migration(
                 lambda chat: self.client.send_message(
