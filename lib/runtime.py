@@ -7,7 +7,11 @@ service is handed it by the code that wires the process.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +28,50 @@ def new_http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
 
 
+class Warmup:
+    """What the first turn needs, loaded on a thread of its own after start-up.
+
+    The first turn imports the agent, the tools and a model SDK (`import anthropic` takes 5 s on
+    two busy cores): done on the event loop, nothing else is served meanwhile (no webhook, no
+    /healthz, no other chat). Here the imports run on a thread while the loop serves; whatever
+    needs them awaits `ready()`, which never blocks the loop. Importing the same module on the
+    loop meanwhile would wait for this thread's import lock, so everything that needs these
+    modules waits for `ready()` first."""
+
+    def __init__(self, modules: Sequence[str], prepare: Callable[[], None] | None = None):
+        self.modules = tuple(modules)
+        self.prepare = prepare
+        self._done: asyncio.Event | None = None
+
+    def start(self) -> None:
+        """Begin loading on a daemon thread (call from the event loop)."""
+        loop = asyncio.get_running_loop()
+        self._done = asyncio.Event()
+        done = self._done
+
+        def load() -> None:
+            try:
+                for name in self.modules:
+                    try:
+                        importlib.import_module(name)
+                    except Exception:
+                        log.warning("warming up: importing %s failed", name, exc_info=True)
+                if self.prepare is not None:
+                    try:
+                        self.prepare()
+                    except Exception:
+                        log.warning("warming up failed; the first turn builds what it needs", exc_info=True)
+            finally:
+                loop.call_soon_threadsafe(done.set)
+
+        threading.Thread(target=load, name="ash-warmup", daemon=True).start()
+
+    async def ready(self) -> None:
+        """Return once loading is done (at once when it never started)."""
+        if self._done is not None:
+            await self._done.wait()
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -34,6 +82,13 @@ class Runtime:
     # LLM provider clients by provider name, built on first use and kept for the process, so a
     # turn reuses the connection (and TLS session) of the previous one.
     llm_providers: dict[str, Any] = field(default_factory=dict)
+    # The server's warm-up of what the first turn imports (None: nothing to wait for).
+    warmup: Warmup | None = None
+
+    async def ready(self) -> None:
+        """Wait, without blocking the loop, until what the first turn imports is loaded."""
+        if self.warmup is not None:
+            await self.warmup.ready()
 
     @property
     def http(self) -> httpx.AsyncClient:

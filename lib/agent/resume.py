@@ -17,7 +17,7 @@ from lib.agent.approval import Approvals
 from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import PendingAction
 from lib.agent.steps import final_answer, go_on
-from lib.agent.turn import make_loop, store_exchange, tool_context
+from lib.agent.turn import make_loop, offered_tools, store_exchange, tool_context
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime
 from lib.tools.base import ToolResult
@@ -59,6 +59,7 @@ async def resume_turn(
         state.turn,
         state.session_id,
         sink,
+        tools=await asyncio.to_thread(offered_tools, runtime),
         tool_watcher=tool_watcher,
         approvals=approvals,
         on_schedule_change=on_schedule_change,

@@ -28,7 +28,7 @@ from lib.memory.service import MemoryService
 from lib.memory.store import ORIGIN_OUTSIDE, ORIGIN_TYPED, Session, StoredMessage
 from lib.memory.types import SearchResult
 from lib.runtime import Runtime
-from lib.tools.base import ToolContext
+from lib.tools.base import Tool, ToolContext
 
 # Kept importable from here, where they were first (tests, callers).
 __all__ = ["BUDGET_SPENT", "CUT_NOTICES", "REFUSED", "STEP_LIMIT", "_as_data", "run_turn"]
@@ -49,6 +49,7 @@ class _Prepared:
     retrieved: list[SearchResult]
     # The chat's /model pick; None: [default_llm].
     preset: str | None
+    tools: list[Tool]
     # What the prompt drew on, as recorded for /why (lib/memory/provenance.py), and how many items.
     sources_id: int | None = None
     source_count: int = 0
@@ -88,7 +89,7 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
     history = select_history(loaded, budget=budget, recency_window=memory.recency_window)
     preset = chat_preset(conn, settings, turn.provider, turn.chat_id)
     sources_id, count = _record_sources(conn, turn, session.id, retrieved, prompt_notes(profile, turn))
-    return _Prepared(session, system, history, retrieved, preset, sources_id, count)
+    return _Prepared(session, system, history, retrieved, preset, offered_tools(runtime), sources_id, count)
 
 
 def _record_sources(
@@ -220,19 +221,27 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule
     )
 
 
+def offered_tools(runtime: Runtime) -> list[Tool]:
+    """The tools this turn offers. Blocks (it may ask the Docker engine whether it answers):
+    call it on a worker thread, never on the event loop."""
+    from lib.tools.registry import available_tools
+
+    return available_tools(runtime.settings)
+
+
 def make_loop(
     runtime: Runtime,
     turn: TurnInput,
     session_id: int,
     sink: OutputSink,
     *,
+    tools: list[Tool],
     tool_watcher: ToolWatcher | None,
     approvals: Approvals | None,
     on_schedule_change: Callable[[], None] | None,
 ) -> Loop:
-    from lib.tools.registry import available_tools, tool_specs
+    from lib.tools.registry import tool_specs
 
-    tools = available_tools(runtime.settings)
     return Loop(
         runtime,
         sink,
@@ -289,6 +298,7 @@ async def run_turn(
         turn,
         session.id,
         sink,
+        tools=prepared.tools,
         tool_watcher=tool_watcher,
         approvals=approvals,
         on_schedule_change=on_schedule_change,
@@ -335,7 +345,7 @@ async def store_exchange(
         log.exception("turn for user %s was answered but could not be stored", turn.user_id)
         return
     if state.sources_id is not None:
-        await asyncio.to_thread(provenance.attach_answer, runtime.db.conn(), state.sources_id, answer_id)
+        await asyncio.to_thread(lambda: provenance.attach_answer(runtime.db.conn(), state.sources_id, answer_id))
     if housekeeper is not None:
         housekeeper.kick()
     if result.waiting_for is not None:

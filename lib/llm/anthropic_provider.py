@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from lib.errors import LLMError
-from lib.llm.base import map_sdk_error, parse_tool_input, response_retry_after
+from lib.llm.base import FIRST_REQUEST_IMPORTS, import_ahead, map_sdk_error, parse_tool_input, response_retry_after
 from lib.llm.types import (
     Completed,
     ImageBlock,
@@ -159,6 +159,11 @@ class AnthropicProvider:
 
         # Our router owns retries; the SDK's own would multiply them.
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+
+    def warm(self) -> None:
+        """Load the Messages resource and what a first request imports (see base.FIRST_REQUEST_IMPORTS)."""
+        _ = self._client.messages
+        import_ahead(FIRST_REQUEST_IMPORTS)
 
     async def complete(self, request: Request) -> Response:
         """One non-streaming call."""

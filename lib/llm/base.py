@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -29,6 +31,32 @@ class Provider(Protocol):
     async def aclose(self) -> None:
         """Release the client's connections."""
         ...
+
+    def warm(self) -> None:
+        """Load what the first call imports (on the server's warm-up thread, lib/runtime.py)."""
+        ...
+
+
+# What the SDKs import on their first request rather than at import: anyio's asyncio backend
+# (62 ms here), the tracing propagators the Anthropic SDK looks for (16 ms). Warmed with the
+# client so that no import is left for the event loop.
+FIRST_REQUEST_IMPORTS = (
+    "anyio._backends._asyncio",
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "concurrent.futures.thread",
+    "queue",
+    "opentelemetry.propagate",
+    "opentelemetry.trace.propagation.tracecontext",
+    "opentelemetry.baggage.propagation",
+)
+
+
+def import_ahead(names: tuple[str, ...]) -> None:
+    """Import each module now if it is installed (an SDK imports those that are, on first use)."""
+    for name in names:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 class Embedder(Protocol):

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from lib.errors import LLMError
-from lib.llm.base import map_sdk_error, parse_tool_input, response_retry_after
+from lib.llm.base import FIRST_REQUEST_IMPORTS, import_ahead, map_sdk_error, parse_tool_input, response_retry_after
 from lib.llm.openai_stream import (
     CHUNK_DECODER,
     DONE,
@@ -179,6 +179,11 @@ class OpenAIProvider:
         self._client = openai.AsyncOpenAI(
             api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, max_retries=0, timeout=timeout
         )
+
+    def warm(self) -> None:
+        """Load the Chat Completions resource, its stream parser and what a first request imports."""
+        _ = self._client.chat.completions
+        import_ahead(("openai.lib.streaming.chat", "jiter", *FIRST_REQUEST_IMPORTS))
 
     async def complete(self, request: Request) -> Response:
         """One non-streaming call."""

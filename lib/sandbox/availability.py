@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from lib.config import SandboxConfig
 
 PROBE_TTL = 30.0
-# The probe may run on the event loop of a turn: an engine that does not answer this fast is
-# treated as absent until the next probe.
+# An engine that does not answer this fast is treated as absent until the next probe (the probe
+# blocks: the agent asks on a worker thread, lib/agent/turn.py offered_tools).
 PROBE_TIMEOUT = 2.0
 
 

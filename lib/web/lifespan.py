@@ -26,7 +26,7 @@ from lib.config import load_settings
 from lib.db import Database
 from lib.redact import install as install_redaction
 from lib.replica.writer import writer_rule
-from lib.runtime import Runtime
+from lib.runtime import Runtime, Warmup
 from lib.web.state import Services
 
 if TYPE_CHECKING:
@@ -65,6 +65,44 @@ def die_with_supervisor() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+# What the first turn, command, button press and scheduled run import on the event loop, loaded
+# instead on the warm-up thread just after start-up (lib/runtime.py Warmup); the model clients
+# are built there too (lib/agent/models.py warm_models). tests/web/test_first_turn.py fails when
+# a first turn still imports anything on the loop.
+FIRST_TURN_MODULES = (
+    "lib.agent.turn",
+    "lib.agent.resume",
+    "lib.agent.history",
+    "lib.agent.models",
+    "lib.tools.registry",
+    "lib.telegram.approvals",
+    "lib.telegram.why",
+    "lib.telegram.why_buttons",
+    "lib.telegram.scheduled",
+    "lib.telegram.reading",
+    "lib.telegram.listening",
+    "lib.telegram.menu",
+    "lib.telegram.chat_moves",
+    "lib.inbox.scheduler",
+    "docker",  # asked whether the sandbox is on (lib/sandbox/availability.py)
+    "encodings.idna",  # host names in URLs
+    "encodings.utf_16_le",  # Telegram counts message length in UTF-16 units
+)
+
+
+def start_warmup(runtime: Runtime) -> None:
+    """Load what the first turn needs on a thread of its own; turns wait for it (`runtime.ready`)."""
+
+    def prepare() -> None:
+        from lib.agent.models import warm_models
+
+        _ = runtime.http  # the shared HTTP client (its CA bundle takes ~50 ms to load)
+        warm_models(runtime)
+
+    runtime.warmup = Warmup(FIRST_TURN_MODULES, prepare)
+    runtime.warmup.start()
+
+
 def agent_turn(runtime: Runtime, services: Services) -> Runner:
     """The agent's turn for the Telegram handler, handed the memory service.
 
@@ -90,6 +128,7 @@ def schedule_changed(services: Services) -> None:
 async def start_scheduler(runtime: Runtime, services: Services, delay: float = SCHEDULER_DELAY) -> None:
     """Fire scheduled tasks into the inbox, waking the update processor for them."""
     await asyncio.sleep(delay)
+    await runtime.ready()
     from lib.inbox.scheduler import Scheduler
 
     scheduler = Scheduler(runtime.db, runtime.settings, runtime.settings.bot_id, wake=services.processor.kick)
@@ -110,10 +149,11 @@ def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
 
 async def publish_command_menu(runtime: Runtime, delay: float = MENU_DELAY) -> None:
     """Set Telegram's command menu from the command registry if it changed since the last start."""
+    await asyncio.sleep(delay)
+    await runtime.ready()
     from lib.telegram.client import TelegramClient
     from lib.telegram.menu import sync_command_menu
 
-    await asyncio.sleep(delay)
     secrets = runtime.settings.secrets
     await sync_command_menu(TelegramClient(runtime.http, secrets.telegram_bot_token, secrets.telegram_api_base))
 
@@ -198,6 +238,7 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     app.state.writer_rule = rule = writer_rule(settings, os.environ)
     try:
         if rule.is_writer:
+            start_warmup(runtime)
             await start_services(runtime, services)
         else:
             log.warning("%s; no update processor or scheduler runs here", rule.describe())

@@ -31,11 +31,15 @@ def test_importing_the_app_skips_slow_modules_and_leaves_pydantic_importable():
 
 def test_start_up_builds_no_http_client_until_one_is_needed(db_path, monkeypatch):
     # Building one loads the CA bundle (~50 ms); the first answer to Telegram must not wait for it.
+    # The warm-up thread builds it after start-up, off the loop (tests/web/test_first_turn.py);
+    # without it, the lifespan itself builds none.
     from litestar.testing import TestClient
 
     from app import app
+    from lib.web import lifespan
     from lib.web.state import get_runtime
 
+    monkeypatch.setattr(lifespan, "start_warmup", lambda runtime: None)
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw")
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200
