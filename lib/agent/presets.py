@@ -12,7 +12,7 @@ import logging
 import apsw
 
 from lib.config import Settings
-from lib.db import now_iso, one, write
+from lib.db import immediate, now_iso, one, write
 
 log = logging.getLogger("ash.agent")
 
@@ -50,3 +50,18 @@ def pick_preset(conn: apsw.Connection, provider: str, chat_id: str, preset: str 
         write(conn, UNPICK_SQL, (provider, chat_id))
     else:
         write(conn, PICK_SQL, (provider, chat_id, preset, now_iso()))
+
+
+# The new id keeps its own pick if it made one already; otherwise it takes the old id's.
+MOVE_PICK_SQL = """
+INSERT OR IGNORE INTO chat_models (provider, chat_id, preset, updated_at)
+SELECT provider, :new, preset, updated_at FROM chat_models WHERE provider = :provider AND chat_id = :old
+"""
+
+
+def move_pick(conn: apsw.Connection, provider: str, old_chat_id: str, new_chat_id: str) -> None:
+    """A chat's /model pick under its new id (a group upgraded to a supergroup)."""
+    params = {"provider": provider, "old": old_chat_id, "new": new_chat_id}
+    with immediate(conn):
+        conn.execute(MOVE_PICK_SQL, params)
+        conn.execute(UNPICK_SQL, (provider, old_chat_id))

@@ -103,6 +103,28 @@ def open_session(conn: apsw.Connection, provider: str, chat_id: str, user_id: st
         return _session(one(conn, OPEN_SESSION_SQL, (provider, chat_id)))
 
 
+MOVE_SESSIONS_SQL = """
+UPDATE sessions SET chat_id = :new, chat_type = :type, updated_at = :now
+WHERE provider = :provider AND chat_id = :old
+"""
+# Both ids have an open session (the supergroup was answered before the move was known): the
+# new id's is closed, and the group's conversation goes on in the old one, now under the new id.
+CLOSE_NEWER_SQL = """
+UPDATE sessions SET closed_at = :now
+WHERE provider = :provider AND chat_id = :new AND closed_at IS NULL
+  AND EXISTS (SELECT 1 FROM sessions WHERE provider = :provider AND chat_id = :old AND closed_at IS NULL)
+"""
+
+
+def move_sessions(conn: apsw.Connection, provider: str, old_chat_id: str, new_chat_id: str, chat_type: str) -> int:
+    """A chat's sessions under its new id (a group upgraded to a supergroup); returns how many."""
+    params = {"provider": provider, "old": old_chat_id, "new": new_chat_id, "type": chat_type, "now": now_iso()}
+    with immediate(conn):
+        conn.execute(CLOSE_NEWER_SQL, params)
+        conn.execute(MOVE_SESSIONS_SQL, params)
+        return conn.changes()
+
+
 def close_session(conn: apsw.Connection, provider: str, chat_id: str) -> bool:
     """Close the chat's open session (`/new`); memory is kept. True if one was open."""
     with immediate(conn):

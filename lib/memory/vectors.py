@@ -110,6 +110,11 @@ def insert(conn: apsw.Connection, chunk_id: int, owner: str | None, kind: str, v
     conn.execute(INSERT_SQL, (chunk_id, owner or GLOBAL_OWNER, kind, quantise(vector), vector.tobytes()))
 
 
+def from_blob(blob: bytes) -> np.ndarray:
+    """A stored vector (the `vector` column) as an array."""
+    return np.frombuffer(blob, dtype=np.float32)
+
+
 def delete(conn: apsw.Connection, chunk_ids: list[int]) -> None:
     """Remove the vectors of these chunks (no-op for ids without one)."""
     for chunk_id in chunk_ids:
@@ -147,7 +152,7 @@ def similarities(conn: apsw.Connection, query: np.ndarray, chunk_ids: list[int])
     for chunk_id in chunk_ids:
         row = conn.execute(VECTOR_SQL, (chunk_id,)).fetchone()
         if row is not None:
-            found[chunk_id] = float(np.frombuffer(row[0], dtype=np.float32) @ query)
+            found[chunk_id] = float(from_blob(row[0]) @ query)
     return found
 
 

@@ -8,6 +8,8 @@ common case, a text message, costs one attribute check.
 
 from __future__ import annotations
 
+import msgspec
+
 from lib.telegram.types import NOT_SENT, Message, Update
 
 # Update fields Ash never answers, and why. Their updates are stored already skipped
@@ -37,6 +39,8 @@ UNHANDLED_UPDATES = {
     "managed_bot": "Ash manages no other bots",
 }
 SERVICE = "service"
+# A group became a supergroup (a service message Ash acts on: the chat's state moves, lib/telegram/chat_moves.py).
+MIGRATION = "migration"
 SERVICE_REASON = "a service message: something happened in the chat, nobody wrote anything to answer"
 
 # Message content Ash reads: text and photos, and files it reads into text or images
@@ -142,8 +146,23 @@ def _present(value: object) -> bool:
     return value is not None and value is not NOT_SENT
 
 
+def migration(message: Message) -> tuple[int, int] | None:
+    """(old chat id, new chat id) when the message says a group became a supergroup: sent in the
+    old group with `migrate_to_chat_id`, and in the new supergroup with `migrate_from_chat_id`."""
+    for name, moved_to in (("migrate_to_chat_id", True), ("migrate_from_chat_id", False)):
+        raw = getattr(message, name)
+        if not _present(raw):
+            continue
+        try:
+            other = msgspec.json.decode(raw, type=int)
+        except msgspec.DecodeError:
+            return None
+        return (message.chat.id, other) if moved_to else (other, message.chat.id)
+    return None
+
+
 def message_kind(message: Message) -> str:
-    """stop, command, album, service or message."""
+    """stop, command, album, migration, service or message."""
     text = message.text
     if text is not None:
         text = text.strip()
@@ -152,6 +171,8 @@ def message_kind(message: Message) -> str:
         return "command" if text.startswith("/") else "message"
     if message.media_group_id:
         return "album"
+    if migration(message) is not None:
+        return MIGRATION
     return SERVICE if message_content(message) in SERVICE_CONTENT else "message"
 
 

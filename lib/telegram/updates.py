@@ -32,6 +32,7 @@ from lib.telegram.client import TelegramClient
 from lib.telegram.commands import COMMANDS, Reply, parse_command, run_command
 from lib.telegram.context import display_name, outside_content, with_context
 from lib.telegram.kinds import (
+    MIGRATION,
     READ_CONTENT,
     READ_FILES,
     READ_RECORDINGS,
@@ -39,6 +40,7 @@ from lib.telegram.kinds import (
     SERVICE_REASON,
     UNREAD_CONTENT,
     message_content,
+    migration,
 )
 from lib.telegram.listening import hear
 from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
@@ -176,6 +178,9 @@ class TelegramUpdates:
     # -- the worker's Handler ---------------------------------------------------------------
     async def handle(self, claim: inbox.Claim) -> tuple[str, str | None]:
         """Do what the update asks; returns the inbox status and a note."""
+        # What a turn imports is loaded on the warm-up thread after a start: wait for it here
+        # rather than import on the event loop (lib/runtime.py Warmup).
+        await self.runtime.ready()
         try:
             status, note = await (self.scheduled.run(claim) if claim.kind == inbox.SCHEDULED else self._handle(claim))
         except Forbidden as exc:
@@ -268,6 +273,8 @@ class TelegramUpdates:
             update = UPDATE_DECODER.decode(claim.payload)
         except (msgspec.DecodeError, RecursionError) as exc:
             return "skipped", f"cannot decode it ({exc})"
+        if claim.kind == MIGRATION and update.message is not None:
+            return await self._chat_moved(update.message)
         if update.message is not None:
             return await self._message(claim, update.message)
         if update.callback_query is not None:
@@ -280,6 +287,16 @@ class TelegramUpdates:
             return "done", f"member: {status}"
         return "skipped", f"{claim.kind} (Ash does not answer this kind of update)"
 
+    async def _chat_moved(self, message: Message) -> tuple[str, str | None]:
+        """A group became a supergroup: its state follows it to the new id (idempotent, so either
+        of the two service messages, and the 400 that says the same, may come first)."""
+        from lib.telegram.chat_moves import move_chat
+
+        old, new = migration(message)
+        counts = await self._db(move_chat, old, new, time.time())
+        log.info("chat %s became the supergroup %s: moved %s", old, new, counts)
+        return "done", f"chat {old} moved to {new}"
+
     def _sink(self, claim: inbox.Claim, chat_id: int, chat_type: str, placement: Placement) -> TelegramSink:
         group = chat_type in GROUP_TYPES
         interval = self.config.group_stream_edit_interval if group else self.config.stream_edit_interval
@@ -288,10 +305,9 @@ class TelegramUpdates:
             await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker_id, str(chat_id), message_ids)
 
         async def migrated(new_chat_id: int) -> None:
-            from lib.schedule.store import move_chat
+            from lib.telegram.chat_moves import move_chat
 
-            await self._db(access.mark_migrated, chat_id, new_chat_id)
-            # The group's scheduled tasks follow it to its new id.
+            # Everything the group has (memory, history, tasks, its /model pick) follows it.
             await self._db(move_chat, chat_id, new_chat_id, time.time())
 
         sink = TelegramSink(
@@ -472,6 +488,12 @@ class TelegramUpdates:
             raise
         if not sink.finished:
             await sink.finish(result.text or "…")
+        if str(sink.chat_id) != turn.chat_id:
+            from lib.telegram.chat_moves import move_chat
+
+            # The group became a supergroup while this turn ran (a 400 said so): what the turn
+            # stored under the old id follows the rest of the chat.
+            await self._db(move_chat, turn.chat_id, sink.chat_id, time.time())
         if sink.sources_id is not None and sink.message_ids:
             from lib.memory.provenance import attach_replies
 
