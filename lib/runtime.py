@@ -8,6 +8,7 @@ service is handed it by the code that wires the process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import threading
@@ -62,7 +63,9 @@ class Warmup:
                     except Exception:
                         log.warning("warming up failed; the first turn builds what it needs", exc_info=True)
             finally:
-                loop.call_soon_threadsafe(done.set)
+                # The server may have stopped before loading finished (a short-lived test app).
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(done.set)
 
         threading.Thread(target=load, name="ash-warmup", daemon=True).start()
 
