@@ -1,11 +1,12 @@
 """The first turn after a start: how long /healthz waits while it runs, and how long from the
 message to the model's first request.
 
-    .venv/bin/python bench/first_turn.py [--runs 5] [--source PATH]
+    .venv/bin/python bench/first_turn.py [--runs 5] [--after SECONDS] [--source PATH]
 
 Each run starts `ash serve` on a fresh home against a loopback stub of the Bot API and Anthropic
 (tests/support/faults.py), and as soon as /healthz answers posts one update (Fly's auto-stop
-makes every first turn after idle a first turn after a start). /healthz is asked every 10 ms
+makes every first turn after idle a first turn after a start), or `--after` seconds later (a
+message that comes once the server has settled). /healthz is asked every 10 ms
 throughout. Printed per run and as medians: /healthz p99 and worst while the first turn runs
 (from the webhook to the answer), /healthz p99 once the server is quiet (3 s after the answer),
 and seconds from the webhook to the first model request. `--source` runs another checkout of
@@ -60,7 +61,8 @@ class Poller:
         self._thread.join()
 
     def between(self, start: float, end: float) -> list[float]:
-        return [took for sent, took in self.samples if start <= sent <= end]
+        """Answer times of the requests in flight at any moment from `start` to `end`."""
+        return [took for sent, took in self.samples if sent <= end and sent + took >= start]
 
 
 def p99(values: list[float]) -> float:
@@ -68,7 +70,7 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
-def one_run(source: Path | None) -> dict[str, float]:
+def one_run(source: Path | None, after: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, Upstream() as upstream:
         home = Path(tmp) / "home"
         write_config(home)
@@ -77,6 +79,7 @@ def one_run(source: Path | None) -> dict[str, float]:
             env["PYTHONPATH"] = str(source)  # ahead of this venv's editable install
         server = AshServer(home, env).start()
         try:
+            time.sleep(after)
             with Poller(server) as poller:
                 posted = time.perf_counter()
                 assert server.post_update(private_text(1, "hello there")).status_code == 200
@@ -101,12 +104,13 @@ def one_run(source: Path | None) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--after", type=float, default=0.0, help="seconds between /healthz's first 200 and the message")
     parser.add_argument("--source", type=Path, help="another checkout of Ash to run with this venv")
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the image ships byte-compiled modules
     results = []
     for number in range(1, args.runs + 1):
-        result = one_run(args.source)
+        result = one_run(args.source, args.after)
         results.append(result)
         print(
             f"run {number}: message to model request {result['to_model_s']:.2f} s; /healthz during the first turn "
