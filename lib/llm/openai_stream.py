@@ -62,6 +62,8 @@ class ChunkUsage(msgspec.Struct):
 
 
 class Chunk(msgspec.Struct):
+    # Only Responses API events have a `type` ("response.created", ...): see responses_event().
+    type: str | None = None
     model: str | None = None
     choices: list[Choice] | None = None
     usage: ChunkUsage | None = None
@@ -85,6 +87,17 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             data.append(value[1:] if value.startswith(" ") else value)
     if data:
         yield "\n".join(data)
+
+
+def responses_event(chunk: Chunk) -> str | None:
+    """The event's name when `chunk` is an OpenAI Responses API event, not a Chat Completions chunk.
+
+    A server (or a proxy in front of one) that answers `/chat/completions` with Responses API
+    events sends nothing this reader can use; without this check the stream would end "without a
+    finish_reason", be retried and then reported as an unreachable model."""
+    if chunk.type and chunk.type.startswith("response."):
+        return chunk.type
+    return None
 
 
 def new_call_id() -> str:

@@ -291,6 +291,25 @@ async def test_an_empty_answer_is_a_notice_for_the_person_never_the_models_words
     assert empty_id not in {c["ref_id"] for c in chunks if c["kind"] == "message"}
 
 
+async def test_responses_api_events_are_named_to_the_person_and_in_the_log(openai_runtime, httpx2_mock, sleeps, caplog):
+    # A server (or proxy) that answers /chat/completions with Responses API events: a
+    # misconfiguration, not an overloaded model. Recorded events (see PROVENANCE.md).
+    chat = httpx2_mock.post(OPENAI_CHAT).mock(return_value=sse_response("openai", "responses_stream_text.sse"))
+    sink = RecordingSink()
+
+    result = await run_turn(openai_runtime, turn("hi"), sink)
+
+    assert not result.ok and sink.of("fail") == [result.text]
+    assert "Responses API" in result.text and "OPENAI_BASE_URL" in result.text
+    assert "overloaded" not in result.text and "unreachable" not in result.text
+    # Not retried, not sent to the fallback: another attempt would get the same events.
+    assert chat.call_count == 1 and sleeps.delays == []
+    assert [str(call.request.url) for call in httpx2_mock.calls] == [OPENAI_CHAT]
+    logged = [r.getMessage() for r in caplog.records if r.name == "ash.agent"]
+    assert any("response.created" in line and "/v1/chat/completions" in line for line in logged), logged
+    assert stored(openai_runtime) == []
+
+
 def test_ash_chat_prints_an_answer_ending_in_done_without_finish_reason_once(
     ash_home, monkeypatch, httpx2_mock, sleeps
 ):
