@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from tests.support.faults import ASH, server_env
+
 STUB = Path(__file__).with_name("stub_server.py")
 PYTHON = sys.executable
+
+
+def ash(home: Path, *args: str) -> str:
+    """Run an `ash` command against this home; its stdout."""
+    env = server_env(home, None)
+    done = subprocess.run([str(ASH), *args], env=env, capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+def new_token(home: Path, user: str, *extra: str) -> str:
+    """`ash mcp token create`; the token is alone on the last line."""
+    return ash(home, "mcp", "token", "create", "--user", user, *extra).strip().splitlines()[-1]
 
 
 def wait_for_port(port: int, timeout: float = 20.0) -> None:
