@@ -12,7 +12,7 @@ def mcp_checks(settings: Settings) -> list[Check]:
     """One line per `[mcp.servers.NAME]`: its tools as the model sees them, or why it failed."""
     if not settings.config.mcp.servers:
         return []
-    from lib.tools.mcp_client import SEPARATOR, discover
+    from lib.tools.mcp_client import SEPARATOR, api_names, discover
 
     checks = []
     for listed in asyncio.run(discover(settings)):
@@ -21,6 +21,9 @@ def mcp_checks(settings: Settings) -> list[Check]:
             hint = "check its command/url in config.toml and that every ${VAR} it names is set"
             checks.append(Check(name, "warn", f"not started, skipped: {listed.error}", hint))
             continue
-        tools = ", ".join(f"{listed.server}{SEPARATOR}{t.name}" for t in listed.tools) or "no tools"
+        aliases = api_names(listed.server, [t.name for t in listed.tools])
+        plain = {tool: f"{listed.server}{SEPARATOR}{tool}" for tool in aliases}
+        shown = [alias if alias == plain[tool] else f"{alias} ({tool})" for tool, alias in aliases.items()]
+        tools = ", ".join(shown) or "no tools"
         checks.append(Check(name, "ok", f"{len(listed.tools)} tool(s): {tools}"))
     return checks

@@ -6,6 +6,10 @@ server is started, so secrets stay out of the config file. A stdio server runs o
 sandbox with this process's file access, but its environment is only its own `env` plus `PATH`
 and `HOME`: none of Ash's secrets.
 
+The model APIs accept tool names of `^[a-zA-Z0-9_-]{1,64}$` only: a tool whose `NAME__tool` would
+break that (a dot, a slash, too long once prefixed) is offered under an alias (`api_names`) and
+called on its server by its own name.
+
 Each server's tools are listed once per process (a server that fails to start is logged and
 skipped, and tried again after RETRY_AFTER seconds); every call opens its own connection, so a
 crashed server costs one call, and nothing is held between turns. A call that outlasts
@@ -21,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,6 +44,7 @@ log = logging.getLogger("ash.tools.mcp")
 SEPARATOR = "__"
 # What the model APIs accept as a tool name (Anthropic and OpenAI alike).
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+REFUSED_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]+")
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Variables a stdio server inherits from Ash: nothing else, and never a secret.
 INHERITED = ("PATH", "HOME")
@@ -54,6 +60,35 @@ class Listed:
     tools: tuple[Any, ...] = ()  # mcp_types.Tool
     error: str | None = None
     at: float = 0.0
+
+
+def api_names(server: str, tools: Iterable[str]) -> dict[str, str]:
+    """Each tool's name as the model sees it: `SERVER__tool` when the model APIs accept that, else
+    an alias of the same shape, readable and stable: the characters they refuse become `_`, the
+    name is shortened to fit 64, and 8 hex digits of the tool name's sha256 keep it unique (16 if
+    8 ever collide). Names that need no alias are kept first, so an alias never takes one."""
+    prefix = server + SEPARATOR
+    tools = list(tools)
+    names: dict[str, str] = {}
+    for tool in tools:
+        if TOOL_NAME.fullmatch(prefix + tool):
+            names.setdefault(tool, prefix + tool)
+    taken = set(names.values())
+    for tool in tools:
+        if tool in names:
+            continue
+        readable = REFUSED_CHARACTERS.sub("_", tool).strip("_") or "tool"
+        digest = hashlib.sha256(tool.encode()).hexdigest()
+        for digits in (8, 16):
+            room = 64 - len(prefix) - 1 - digits  # server names are at most 32 characters (lib/config.py)
+            alias = f"{prefix}{readable[:room].rstrip('_')}_{digest[:digits]}"
+            if alias not in taken:
+                names[tool] = alias
+                taken.add(alias)
+                break
+        else:
+            log.warning("MCP tool %r of server %s has no free name the model APIs accept; skipped", tool, server)
+    return names
 
 
 def resolve(value: str, environ: Mapping[str, str]) -> str:
@@ -194,12 +229,11 @@ def mcp_tools(settings: Settings) -> list[McpTool]:
     tools: list[McpTool] = []
     for name, spec in servers.items():
         listed = _LISTED.get(_key(name, spec))
-        for tool in listed.tools if listed else ():
-            full = f"{name}{SEPARATOR}{tool.name}"
-            if not TOOL_NAME.fullmatch(full):
-                log.warning("MCP tool %r of server %s has a name the model APIs refuse; skipped", tool.name, name)
-                continue
-            tools.append(McpTool(full, name, spec, tool))
+        offered = listed.tools if listed else ()
+        aliases = api_names(name, [tool.name for tool in offered])
+        for tool in offered:
+            if tool.name in aliases:
+                tools.append(McpTool(aliases[tool.name], name, spec, tool))
     return tools
 
 
@@ -236,7 +270,9 @@ class McpTool:
         self.spec = spec
         self.remote_name = tool.name
         described = (tool.description or tool.title or tool.name).strip()
-        self.description = f"[MCP server {server}] {described[:DESCRIPTION_LIMIT]}"
+        # An alias says which tool it stands for.
+        origin = f"MCP server {server}" + (f", tool {tool.name}" if name != f"{server}{SEPARATOR}{tool.name}" else "")
+        self.description = f"[{origin}] {described[:DESCRIPTION_LIMIT]}"
         schema = dict(tool.input_schema or {})
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})

@@ -22,6 +22,19 @@ def shout(text: str) -> str:
     return text.upper() + "!"
 
 
+# Names the model APIs refuse once prefixed: a dot, and a name too long for 64 characters.
+@server.tool(name="files.read")
+def files_read(path: str) -> str:
+    """Pretend to read a file."""
+    return f"read {path}"
+
+
+@server.tool(name="a_tool_whose_name_is_far_too_long_to_fit_in_sixty_four_characters")
+def long_named() -> str:
+    """A tool with a long name."""
+    return "long name reached"
+
+
 @server.tool()
 def environment() -> str:
     """Every environment variable this server process sees, as JSON."""

@@ -205,3 +205,38 @@ def test_doctor_lists_each_server_and_its_tools(ash_home, monkeypatch):
     assert "stub__shout" in checks["mcp server stub"].detail and "stub__hang" in checks["mcp server stub"].detail
     assert checks["mcp server broken"].status == "warn"
     assert "not started, skipped" in checks["mcp server broken"].detail
+
+
+@pytest.mark.parametrize("server", ["stub", "s" * 32])
+def test_names_the_model_apis_refuse_get_stable_readable_aliases(server):
+    tools = ["shout", "files.read", "files/read", "a_tool_whose_name_is_far_too_long_to_fit_in_sixty_four_characters"]
+    names = mcp_client.api_names(server, tools)
+
+    assert names == mcp_client.api_names(server, reversed(tools))  # stable, whatever the order
+    assert names["shout"] == f"{server}__shout"  # a name the APIs accept stays as it is
+    assert len(set(names.values())) == len(tools)  # unique, even where two names read alike
+    for alias in names.values():
+        assert mcp_client.TOOL_NAME.fullmatch(alias), alias
+        assert alias.startswith(f"{server}__")
+    assert names["files.read"].startswith(f"{server}__files_read_")
+    assert names["a_tool_whose_name_is_far_too_long_to_fit_in_sixty_four_characters"].startswith(f"{server}__a_tool_")
+
+
+async def test_an_aliased_tool_is_called_by_its_own_name(ash_home, monkeypatch, sleeps, httpx2_mock):
+    monkeypatch.setenv("STUB_SECRET", "x")
+    monkeypatch.setattr(mcp_client, "_LISTED", {})
+    runtime = configured_runtime(ash_home, monkeypatch, config(stdio_config()))
+    aliases = mcp_client.api_names("stub", ["files.read"])
+    try:
+        route, result = await model_calls(runtime, httpx2_mock, aliases["files.read"], {"path": "/srv/notes.txt"})
+    finally:
+        runtime.db.close()
+
+    offered = {t["name"]: t for t in request_json(route.calls[0])["tools"]}
+    assert (
+        aliases["files.read"] in offered
+        and "[MCP server stub, tool files.read]" in offered[aliases["files.read"]]["description"]
+    )
+    assert any(name.startswith("stub__a_tool_whose_name") and len(name) <= 64 for name in offered)
+    assert result.tool_calls == [aliases["files.read"]]
+    assert "read /srv/notes.txt" in tool_result_sent(route)
