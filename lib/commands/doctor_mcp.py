@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lib.commands.doctor_result import Check
 from lib.config import Settings
 
@@ -12,10 +10,14 @@ def mcp_checks(settings: Settings) -> list[Check]:
     """One line per `[mcp.servers.NAME]`: its tools as the model sees them, or why it failed."""
     if not settings.config.mcp.servers:
         return []
-    from lib.tools.mcp_client import SEPARATOR, api_names, discover
+    from lib.tools.mcp_client import SEPARATOR, api_names, close_sessions, discover
 
     checks = []
-    for listed in asyncio.run(discover(settings)):
+    try:
+        found = discover(settings)
+    finally:
+        close_sessions()  # the servers were started only to be asked
+    for listed in found:
         name = f"mcp server {listed.server}"
         if listed.error is not None:
             hint = "check its command/url in config.toml and that every ${VAR} it names is set"
