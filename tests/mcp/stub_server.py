@@ -29,6 +29,14 @@ def count() -> str:
 
 
 @server.tool()
+def die(note: str) -> str:
+    """Write a line to the file `note`, then end this process in the middle of the call."""
+    with open(note, "a", encoding="utf-8") as file:
+        file.write("called\n")
+    os._exit(1)
+
+
+@server.tool()
 def pid() -> str:
     """This server process's id."""
     return str(os.getpid())

@@ -279,6 +279,19 @@ async def test_a_server_killed_between_calls_is_started_again_and_answers(stdio_
     assert "MCP server stub stopped answering; starting it again" in caplog.text
 
 
+async def test_a_call_whose_server_dies_under_it_is_not_repeated(stdio_runtime, tmp_path):
+    note = tmp_path / "calls.txt"
+    assert await call(stdio_runtime, "stub__count") == "1"
+
+    died = await tool_named(stdio_runtime, "stub__die").execute({"note": str(note)}, context())
+
+    # The server may have acted on it (here: it wrote its line), so it is reported, not sent again.
+    assert died.is_error and "The MCP server stub failed" in died.output
+    assert note.read_text() == "called\n"
+    # The next call starts a new server.
+    assert await call(stdio_runtime, "stub__count") == "1"
+
+
 async def test_closing_the_sessions_leaves_no_server_process(ash_home, monkeypatch, sleeps):
     # --linger: this server ignores the end of its stdin, so only the SDK's SIGTERM ends it.
     marker = f"ash-test-{uuid.uuid4().hex}"
