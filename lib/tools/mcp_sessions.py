@@ -153,12 +153,15 @@ class Session:
         self._owner: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
         self._broken = False
+        self._calls = 0  # calls in flight on this session
         self._lock = asyncio.Lock()
 
     async def ready(self) -> Any:
         """The live client: started now if there is none, started again if the server died."""
         async with self._lock:
-            if self.client is not None and not self._broken and await self._alive():
+            # A session with calls in flight is in use: a server busy with one (a tool that holds
+            # its loop) may be slow to answer a ping, and must not be restarted under that call.
+            if self.client is not None and not self._broken and (self._calls or await self._alive()):
                 return self.client
             if self.client is not None or self._owner is not None:
                 log.warning("MCP server %s stopped answering; starting it again", self.name)
@@ -169,6 +172,7 @@ class Session:
     async def call(self, tool: str, arguments: dict) -> Any:
         """Call one tool (its name as the server gave it) within `call_timeout`."""
         client = await self.ready()
+        self._calls += 1
         try:
             async with asyncio.timeout(self.spec.call_timeout):
                 return await client.call_tool(tool, arguments)
@@ -178,6 +182,8 @@ class Session:
             if _connection_lost(exc) and client is self.client:
                 self._broken = True  # not repeated here: the server may have acted on it
             raise
+        finally:
+            self._calls -= 1
 
     async def list_tools(self) -> list[Any]:
         """The server's tools, every page of them."""
