@@ -109,6 +109,16 @@ class LLMNotConfigured(LLMError):
     """No API key (or base URL) is set for the configured provider."""
 
 
+class LLMWrongAPI(LLMError):
+    """The server answered in another API than the one asked (Responses API events to a Chat
+    Completions request): its configuration needs fixing, so no retry or fallback can help.
+    `for_person` says so without the server's address."""
+
+    def __init__(self, message: str, *, provider: str, for_person: str):
+        super().__init__(message, provider=provider)
+        self.for_person = for_person
+
+
 # Sandbox (lib/sandbox/).
 class DockerError(AshError):
     """The Docker Engine API failed or cannot be reached."""
@@ -164,6 +174,8 @@ def user_message(error: BaseException) -> str:
     """A short sentence for the person whose request failed with `error`."""
     if isinstance(error, LLMNotConfigured):
         return error.message
+    if isinstance(error, LLMWrongAPI):
+        return error.for_person
     if isinstance(error, LLMError):
         if error.status in (401, 403):
             return f"The {error.provider} API rejected the key ({error.status}); the owner needs to check it."

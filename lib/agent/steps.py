@@ -90,8 +90,14 @@ def _notice(stop_reason: str, explanation: str) -> str:
 
 
 def final_answer(steps_text: list[str], notices: list[str]) -> str:
-    """The answer as shown and stored: every step's text, then any notice about how it ended."""
-    return "\n\n".join([*steps_text, *notices]) if steps_text or notices else EMPTY_ANSWER
+    """The answer as stored: every step's text, then any notice about how it ended; "" when the
+    model said nothing (EMPTY_ANSWER is shown then, never stored as the model's words)."""
+    return "\n\n".join([*steps_text, *notices])
+
+
+def shown_answer(answer: str) -> str:
+    """What the person reads for `answer`: itself, or a note that the model said nothing."""
+    return answer or EMPTY_ANSWER
 
 
 def minutes(seconds: float) -> str:
@@ -302,7 +308,7 @@ async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Approval
         result.text = shown_now
         await sink.finish(shown_now)
         return result, stored, question
-    shown_now = final_answer(state.done[shown_from:], notices) if shown_from else stored
+    shown_now = shown_answer(final_answer(state.done[shown_from:], notices) if shown_from else stored)
     result.text = shown_now
     await sink.finish(shown_now)
     return result, stored, None

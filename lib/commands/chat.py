@@ -105,5 +105,10 @@ def chat(message: str | None, user_id: str | None) -> None:
     except KeyboardInterrupt:
         click.echo()
         return
+    finally:
+        if settings.config.mcp.servers:
+            from lib.tools.mcp_client import close_sessions
+
+            close_sessions()  # outside MCP servers' processes end with the chat
     if not ok:
         raise SystemExit(1)

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from lib.errors import LLMError
+from lib.errors import LLMError, LLMWrongAPI
 from lib.llm.base import FIRST_REQUEST_IMPORTS, import_ahead, map_sdk_error, parse_tool_input, response_retry_after
 from lib.llm.openai_stream import (
     CHUNK_DECODER,
@@ -20,6 +20,7 @@ from lib.llm.openai_stream import (
     Chunk,
     StreamAssembly,
     new_call_id,
+    responses_event,
     sse_data,
     stop_reason,
 )
@@ -157,6 +158,31 @@ def _stream_error(error: dict[str, Any]) -> LLMError:
     )
 
 
+RESPONSES_API_FOR_PERSON = (
+    "The model server at OPENAI_BASE_URL answered with OpenAI Responses API events, not Chat Completions, "
+    "so I cannot read its answer; the owner needs to point OPENAI_BASE_URL at a server that speaks "
+    "Chat Completions (/v1/chat/completions)."
+)
+
+
+def _wrong_api(base_url: str, event: str) -> LLMWrongAPI:
+    """The server speaks the Responses API where Chat Completions was asked: say so, by name."""
+    return LLMWrongAPI(
+        f"openai: the server at {base_url} (OPENAI_BASE_URL) answered /chat/completions with Responses API "
+        f"events ({event}), not Chat Completions chunks; point OPENAI_BASE_URL at a server that serves "
+        "Chat Completions at /v1/chat/completions (Ash does not use the Responses API)",
+        provider="openai",
+        for_person=RESPONSES_API_FOR_PERSON,
+    )
+
+
+def _shown_url(url: Any) -> str:
+    """A base URL for the log, without any user:password it may carry."""
+    text = str(url).rstrip("/")
+    scheme, sep, rest = text.partition("://")
+    return scheme + sep + rest.rpartition("@")[2] if sep else text
+
+
 def _chunk(data: str) -> Chunk:
     try:
         return CHUNK_DECODER.decode(data)
@@ -192,6 +218,10 @@ class OpenAIProvider:
         except _sdk_errors() as exc:
             raise map_error(exc) from exc
         choices = getattr(completion, "choices", None)
+        if getattr(completion, "object", None) == "response" or (
+            isinstance(completion, str) and "event: response." in completion
+        ):
+            raise _wrong_api(_shown_url(self._client.base_url), "a Responses API answer")
         if not choices:
             # A server that is not OpenAI-compatible (or streams when asked not to) gives the SDK a
             # string or an empty body: say so rather than fail on the missing field.
@@ -225,6 +255,9 @@ class OpenAIProvider:
                         ended_with_done = True
                         break
                     chunk = _chunk(data)
+                    event = responses_event(chunk)
+                    if event is not None:
+                        raise _wrong_api(_shown_url(self._client.base_url), event)
                     if chunk.error is not None:
                         raise _stream_error(chunk.error)
                     for text in assembly.add(chunk):

@@ -3,8 +3,10 @@
 OpenAI numbers every tool call (`index`), names it once and gives it an id, and ends the
 stream with a `finish_reason` and then `data: [DONE]`. Compatible servers differ: Ollama sent
 no `index` (ollama/ollama#7881) and later `index: 0` for every call (ollama/ollama#15457),
-some repeat the function name in every chunk, some send no call id, and some end with
-`[DONE]` but no `finish_reason`. The chunks are decoded here with msgspec, so a missing field
+some repeat the function name in every chunk, some send a call's arguments before its name
+(an empty name first, the real one once the arguments are out: vercel/ai#14722 and #16507,
+seen from DeepSeek, Kimi and vLLM upstreams), some send no call id, and some end with `[DONE]`
+but no `finish_reason`. The chunks are decoded here with msgspec, so a missing field
 stays missing instead of being guessed.
 """
 
@@ -60,6 +62,8 @@ class ChunkUsage(msgspec.Struct):
 
 
 class Chunk(msgspec.Struct):
+    # Only Responses API events have a `type` ("response.created", ...): see responses_event().
+    type: str | None = None
     model: str | None = None
     choices: list[Choice] | None = None
     usage: ChunkUsage | None = None
@@ -83,6 +87,17 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             data.append(value[1:] if value.startswith(" ") else value)
     if data:
         yield "\n".join(data)
+
+
+def responses_event(chunk: Chunk) -> str | None:
+    """The event's name when `chunk` is an OpenAI Responses API event, not a Chat Completions chunk.
+
+    A server (or a proxy in front of one) that answers `/chat/completions` with Responses API
+    events sends nothing this reader can use; without this check the stream would end "without a
+    finish_reason", be retried and then reported as an unreachable model."""
+    if chunk.type and chunk.type.startswith("response."):
+        return chunk.type
+    return None
 
 
 def new_call_id() -> str:
@@ -113,7 +128,9 @@ class ToolCallAssembler:
     """Tool-call deltas put together into whole calls, in the order the calls started.
 
     A delta belongs to the call with its `index`, else to the call with its `id`, else to the
-    call being streamed; a new id, or a name arriving once arguments have begun, starts another.
+    call being streamed. A call is put together until both its name and its arguments are known:
+    a name that comes after the arguments of a call that had none names that call. A new id, or
+    a different name for a call already named and with arguments, starts another call.
     """
 
     def __init__(self) -> None:
@@ -147,7 +164,8 @@ class ToolCallAssembler:
         if call_id:
             return self._by_id.get(call_id) or self._start()
         current = self.calls[-1] if self.calls else None
-        if current is None or (name and current.arguments):
+        # Without index or id, a name after a whole call (named, with arguments) starts the next one.
+        if current is None or (name and current.name and current.arguments):
             return self._start()
         return current
 
@@ -157,10 +175,12 @@ class ToolCallAssembler:
 
 
 def _starts_another(call: _Call, call_id: str, name: str) -> bool:
-    """True when a delta at a used index is a different call (Ollama numbers every call 0)."""
+    """True when a delta for a call already begun is a different call: another id (Ollama numbers
+    every call 0), or another name once this call has both a name and arguments. A name for a
+    call that has none yet is that call's name, however late it comes."""
     if call_id and call.id and call_id != call.id:
         return True
-    return bool(name and call.arguments and name != call.name)
+    return bool(name and call.name and call.arguments and name != call.name)
 
 
 class StreamAssembly:

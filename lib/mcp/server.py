@@ -17,7 +17,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
 
 from lib.config import Settings
@@ -39,6 +40,22 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many results a
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def unknown_tools_refused(names: set[str]) -> Callable:
+    """SDK middleware: a call of a tool this server does not have is the JSON-RPC error the MCP
+    spec names for it (-32602, "Unknown tool"), not a tool result flagged isError (the SDK's
+    answer), which a client would show as the tool's own output. A read-only token's server has
+    no `remember` or `forget`, so calling them is refused the same way."""
+
+    async def middleware(ctx: Any, call_next: Callable) -> Any:
+        if ctx.method == "tools/call" and isinstance(ctx.params, dict):
+            name = ctx.params.get("name")
+            if isinstance(name, str) and name not in names:
+                raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+        return await call_next(ctx)
+
+    return middleware
 
 
 def build_server(settings: Settings, db: Database, principal: Principal) -> MCPServer:
@@ -90,11 +107,12 @@ def build_server(settings: Settings, db: Database, principal: Principal) -> MCPS
             raise ToolError(f"no memory #{id} of this person; nothing was deleted")
         return _json({"deleted_memory_ids": result["memory_ids"], "deleted_messages": result["messages"]})
 
-    for tool, hints in ((recall, READING), (list_memories, READING), (search_history, READING), (export, READING)):
-        server.add_tool(tool, annotations=hints, structured_output=False)
+    tools = [(recall, READING), (list_memories, READING), (search_history, READING), (export, READING)]
     if not principal.read_only:
-        server.add_tool(remember, annotations=WRITING, structured_output=False)
-        server.add_tool(forget, annotations=DELETING, structured_output=False)
+        tools += [(remember, WRITING), (forget, DELETING)]
+    for tool, hints in tools:
+        server.add_tool(tool, annotations=hints, structured_output=False)
+    server.middleware.append(unknown_tools_refused({tool.__name__ for tool, _ in tools}))
 
     @server.resource("ash://profile/notes", name="profile-notes", mime_type="text/plain")
     async def profile_notes() -> str:

@@ -115,8 +115,8 @@ def _message_chunks(
     found = rows(conn, MESSAGES_SQL, (json.dumps(message_ids),))
     chunks = []
     for row in found:
-        if row["role"] not in INDEXED_ROLES:
-            continue
+        if row["role"] not in INDEXED_ROLES or not (row["content"] or "").strip():
+            continue  # an answer the model left empty is stored as "" and has nothing to find
         label, text = _label_and_text(row)
         before = _neighbour(conn, BEFORE_SQL, row)
         after = _neighbour(conn, AFTER_SQL, row)

@@ -182,7 +182,7 @@ async def start_turns(runtime: Runtime, services: Services) -> None:
     if runtime.settings.config.mcp.servers:
         from lib.tools.mcp_client import warm_up
 
-        warm_up(runtime.settings)  # outside MCP servers' tools, listed on a thread of their own
+        warm_up(runtime.settings)  # outside MCP servers started and their tools listed, on a thread of their own
     if runtime.settings.secrets.telegram_bot_token:
         services.command_menu = asyncio.create_task(publish_command_menu(runtime), name="ash-command-menu")
         # Without a token nothing could be sent: tasks stay due, and fire (late) once there is one.
@@ -245,6 +245,10 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         yield
     finally:
         await stop_services(services)
+        if settings.config.mcp.servers:
+            from lib.tools.mcp_client import close_sessions
+
+            await asyncio.to_thread(close_sessions)  # outside MCP servers' sessions and processes
         await runtime.close_llm_providers()
         await runtime.close_http()
         close_database(runtime)

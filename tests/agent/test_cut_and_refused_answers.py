@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 import lib.tools.registry as registry
 from lib.agent.contract import TurnInput
+from lib.agent.steps import EMPTY_ANSWER
 from lib.agent.turn import run_turn
 from lib.commands.cli import cli
 from lib.db import rows
@@ -257,6 +258,56 @@ async def test_an_invalid_request_error_mid_stream_is_reported_as_invalid_not_un
     assert not result.ok and sink.of("fail") == [result.text]
     assert result.text.startswith("The model refused this request as invalid")
     assert "not available" not in result.text and stored(anthropic_runtime) == []
+
+
+async def test_an_empty_answer_is_a_notice_for_the_person_never_the_models_words(anthropic_runtime, httpx2_mock):
+    empty = raw("anthropic", "stream_text.sse")
+    for piece in (b'"text":"Hello"', b'"text":" there"', b'"text":"!"'):
+        assert piece in empty
+        empty = empty.replace(piece, b'"text":""')
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[httpx.Response(200, content=empty, headers=SSE), sse_response("anthropic", "stream_text.sse")]
+    )
+    sink = RecordingSink()
+
+    result = await run_turn(anthropic_runtime, turn("Where did Ada grow up?"), sink)
+    await run_turn(anthropic_runtime, turn("Anything?"), RecordingSink())
+
+    # The person is told; the notice is not put in the model's mouth.
+    assert result.ok and sink.of("finish") == [EMPTY_ANSWER] and result.text == EMPTY_ANSWER
+    assert stored(anthropic_runtime) == [
+        ("user", "Where did Ada grow up?"),
+        ("assistant", ""),
+        ("user", "Anything?"),
+        ("assistant", "Hello there!"),
+    ]
+    # History: the next request has the question, and no answer that was never given.
+    sent = str(request_json(route.calls.last)["messages"])
+    assert "Where did Ada grow up?" in sent and EMPTY_ANSWER not in sent
+    # Retrieval: nothing indexed says it, and the empty answer has no chunk of its own.
+    chunks = rows(anthropic_runtime.db.conn(), "SELECT kind, ref_id, content FROM search_chunks")
+    assert chunks and not any("empty answer" in c["content"] for c in chunks)
+    (empty_id,) = [r["id"] for r in rows(anthropic_runtime.db.conn(), "SELECT id FROM messages WHERE content = ''")]
+    assert empty_id not in {c["ref_id"] for c in chunks if c["kind"] == "message"}
+
+
+async def test_responses_api_events_are_named_to_the_person_and_in_the_log(openai_runtime, httpx2_mock, sleeps, caplog):
+    # A server (or proxy) that answers /chat/completions with Responses API events: a
+    # misconfiguration, not an overloaded model. Recorded events (see PROVENANCE.md).
+    chat = httpx2_mock.post(OPENAI_CHAT).mock(return_value=sse_response("openai", "responses_stream_text.sse"))
+    sink = RecordingSink()
+
+    result = await run_turn(openai_runtime, turn("hi"), sink)
+
+    assert not result.ok and sink.of("fail") == [result.text]
+    assert "Responses API" in result.text and "OPENAI_BASE_URL" in result.text
+    assert "overloaded" not in result.text and "unreachable" not in result.text
+    # Not retried, not sent to the fallback: another attempt would get the same events.
+    assert chat.call_count == 1 and sleeps.delays == []
+    assert [str(call.request.url) for call in httpx2_mock.calls] == [OPENAI_CHAT]
+    logged = [r.getMessage() for r in caplog.records if r.name == "ash.agent"]
+    assert any("response.created" in line and "/v1/chat/completions" in line for line in logged), logged
+    assert stored(openai_runtime) == []
 
 
 def test_ash_chat_prints_an_answer_ending_in_done_without_finish_reason_once(

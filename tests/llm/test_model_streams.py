@@ -101,6 +101,23 @@ async def test_a_name_repeated_in_every_chunk_is_not_doubled(openai_runtime, htt
     assert calls(response) == [("call_ZR5UUuTt3pf61kjwAJIYdVMj", "recall", {"query": "Ada's sister"})]
 
 
+@pytest.mark.parametrize("without_index", [False, True])
+async def test_arguments_streamed_before_the_name_make_one_named_call(openai_runtime, httpx2_mock, without_index):
+    # vercel/ai#14722 and #16507: an empty name first, the arguments, then the call's id and its
+    # name. It is one call, not a nameless one plus a named one with no arguments.
+    fixture = "chat_stream_tool_call_arguments_before_name_ASSEMBLED.sse"
+    response = sse_response("openai", fixture)
+    if without_index:
+        payload = raw("openai", fixture).replace(b'"tool_calls":[{"index":0,', b'"tool_calls":[{')
+        response = httpx.Response(200, content=payload, headers=SSE)
+    httpx2_mock.post(OPENAI_CHAT).mock(return_value=response)
+
+    response, _ = await stream(openai_runtime)
+
+    assert calls(response) == [("call_ZR5UUuTt3pf61kjwAJIYdVMj", "get_capital", {"country": "UK"})]
+    assert response.stop_reason == "tool_use"
+
+
 async def test_a_call_without_an_id_gets_one(openai_runtime, httpx2_mock):
     httpx2_mock.post(OPENAI_CHAT).mock(return_value=sse_response("openai", "chat_stream_tool_call_no_id_ASSEMBLED.sse"))
 
