@@ -13,6 +13,15 @@ from lib.web.state import get_runtime
 async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     """Serve one MCP request: 403 when MCP was never enabled, 401 for a bad token."""
     from lib.mcp.http import serve
+    from lib.telegram.access import still_allowed
 
-    runtime = get_runtime(scope["app"])
-    await serve(scope, receive, send, settings=runtime.settings, db=runtime.db)
+    app = scope["app"]
+    runtime = get_runtime(app)
+    await serve(
+        scope,
+        receive,
+        send,
+        settings=runtime.settings,
+        db=runtime.db,
+        allowed=lambda conn, user_id: still_allowed(conn, runtime.settings, user_id),
+    )

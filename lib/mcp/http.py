@@ -24,10 +24,8 @@ from lib.mcp import tokens
 from lib.mcp.server import build_server
 
 NO_HOST_CHECKS = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-REFUSALS = {
-    tokens.Refusal.DISABLED: "MCP is not enabled: create a token with `ash mcp token create --user ID`",
-    tokens.Refusal.UNAUTHORIZED: "missing, wrong, revoked or expired bearer token",
-}
+DISABLED = "MCP is not enabled: create a token with `ash mcp token create --user ID`"
+UNAUTHORIZED = "missing, wrong, revoked or expired bearer token"
 
 
 def _authorization(scope: Scope) -> str | None:
@@ -37,21 +35,31 @@ def _authorization(scope: Scope) -> str | None:
     return None
 
 
-async def _refuse(send: Send, refusal: tokens.Refusal) -> None:
-    body = json.dumps({"status_code": refusal.value, "detail": REFUSALS[refusal]}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if refusal is tokens.Refusal.UNAUTHORIZED:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": refusal.value, "headers": headers})
+async def _refuse(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"status_code": status, "detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def serve(scope: Scope, receive: Receive, send: Send, *, settings: Settings, db: Database) -> None:
-    """Answer one MCP request for the person its bearer token belongs to."""
+async def serve(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    settings: Settings,
+    db: Database,
+    allowed: tokens.Allowed,
+) -> None:
+    """Answer one MCP request for the person its bearer token belongs to (`allowed` says whether
+    that person may still use Ash)."""
     header = _authorization(scope)
-    principal = await asyncio.to_thread(lambda: tokens.authenticate(db.conn(), header))
+    principal = await asyncio.to_thread(lambda: tokens.authenticate(db.conn(), header, allowed=allowed))
     if isinstance(principal, tokens.Refusal):
-        await _refuse(send, principal)
+        if principal is tokens.Refusal.DISABLED:
+            await _refuse(send, 403, DISABLED, [])
+            return
+        await _refuse(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
         return
     server = build_server(settings, db, principal)
     server.streamable_http_app(json_response=True, stateless_http=True, transport_security=NO_HOST_CHECKS)
