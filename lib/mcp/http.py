@@ -18,6 +18,7 @@ import json
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
+from lib.auth_limit import AuthLimiter
 from lib.config import Settings
 from lib.db import Database
 from lib.mcp import tokens
@@ -49,16 +50,24 @@ async def serve(
     *,
     settings: Settings,
     db: Database,
+    limiter: AuthLimiter,
     allowed: tokens.Allowed,
 ) -> None:
     """Answer one MCP request for the person its bearer token belongs to (`allowed` says whether
-    that person may still use Ash)."""
+    that person may still use Ash). A client with too many unknown tokens lately gets 429."""
+    client = limiter.client(scope)
+    if wait := limiter.retry_after(client):
+        detail = f"too many wrong tokens from this address; retry in {wait} s"
+        await _refuse(send, 429, detail, [(b"retry-after", str(wait).encode())])
+        return
     header = _authorization(scope)
     principal = await asyncio.to_thread(lambda: tokens.authenticate(db.conn(), header, allowed=allowed))
     if isinstance(principal, tokens.Refusal):
         if principal is tokens.Refusal.DISABLED:
             await _refuse(send, 403, DISABLED, [])
             return
+        if principal is tokens.Refusal.UNKNOWN:
+            limiter.failed(client)
         await _refuse(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
         return
     server = build_server(settings, db, principal)

@@ -48,6 +48,7 @@ STEPS: list[Step] = [
     _sql_step("m010_approvals"),
     _sql_step("m011_mcp"),
     _sql_step("m012_memory_you_can_see"),
+    _sql_step("m013_auth_failures_in_memory"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """
