@@ -96,6 +96,19 @@ def current(conn: apsw.Connection, raw: str | None, admin_token: str, *, now: fl
     return UiSession(found["id"], raw)
 
 
+def is_live(conn: apsw.Connection, raw: str | None, admin_token: str, *, now: float | None = None) -> bool:
+    """Whether a cookie names a live session of the current admin token; reads only (`current`
+    then records the visit, or revokes a session of an older token)."""
+    if not raw or len(raw) > 200:
+        return False
+    found = one(conn, SESSION_SQL, (_hash(raw),))
+    return (
+        found is not None
+        and found["expires_at"] > (now or time.time())
+        and hmac.compare_digest(found["token_fingerprint"].encode(), fingerprint(admin_token).encode())
+    )
+
+
 def open_session(conn: apsw.Connection, admin_token: str, *, now: float | None = None) -> str:
     """A new session for a browser that gave the right token; returns the raw id for the cookie.
     Sessions of any other token are revoked on the way."""
