@@ -44,10 +44,9 @@ from lib.web.state import get_auth_limiter, get_runtime
 
 log = logging.getLogger("ash.web")
 
-# Bodies read at once for requests that carry no credential: a small part of granian's
-# connections (1,024 at the least), so they can never crowd out the webhook.
+# Bodies read at once for requests that carry no credential: a small part of the server's
+# connections ([server] max_connections, 4,096 by default), so they never crowd out the webhook.
 OPEN_BODIES = 16
-SESSION_COOKIE = "ash_ui"
 # Seconds between two warnings that the open places are full (an attack logs one line a minute).
 WARN_EVERY = 60.0
 
@@ -120,7 +119,7 @@ async def web_view_check(app: Litestar, scope: Scope) -> Verdict:
     token = runtime.settings.secrets.admin_token
     if not token:
         return Verdict.REFUSED
-    raw = _cookie(scope, SESSION_COOKIE)
+    raw = _cookie(scope, sessions.COOKIE)
     if raw and await asyncio.to_thread(lambda: sessions.is_live(runtime.db.conn(), raw, token)):
         return Verdict.SIGNED
     if scope["path"].startswith("/admin/ui/signin") and _client_limited(app, scope):
