@@ -19,6 +19,7 @@ from handlers.admin_users import deny_user, get_user, list_users, put_user_notes
 from handlers.health import healthz, readyz
 from handlers.mcp_endpoint import mcp_endpoint
 from handlers.telegram_webhook import WEBHOOK_PATH, handle_webhook, telegram_webhook
+from lib.web.door import with_body_door
 from lib.web.errors import EXCEPTION_HANDLERS
 from lib.web.fast_path import with_fast_path
 from lib.web.lean_app import without_pydantic_plugin
@@ -67,5 +68,8 @@ with without_pydantic_plugin():
     )
 
 # What `ash serve` runs: the writer rule and the restore gate in front (lib/web/writer.py), then
+# the body door (credentials before bodies, bodies whole in time: lib/web/door.py), then
 # Telegram's webhook before Litestar's router (lib/web/fast_path.py).
-server = with_writer_door(app, with_fast_path(app, WEBHOOK_PATH, handle_webhook), WEBHOOK_PATH)
+server = with_writer_door(
+    app, with_body_door(app, with_fast_path(app, WEBHOOK_PATH, handle_webhook), WEBHOOK_PATH), WEBHOOK_PATH
+)

@@ -410,12 +410,5 @@ CREATE TABLE ui_sessions (
     revoked_at TEXT,
     last_seen_at TEXT
 );
--- Failed sign-ins, by client address, for the rate limit (pruned as they age).
-CREATE TABLE ui_signin_failures (
-    id INTEGER PRIMARY KEY,
-    client TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE INDEX ui_signin_failures_at ON ui_signin_failures (at);
 
 CREATE INDEX audit_log_target ON audit_log (target);

@@ -63,12 +63,13 @@ class PeopleOut(msgspec.Struct):
 
 class DeniedOut(msgspec.Struct):
     """A denial: the entry, the id it holds, whether config.toml still lists them (it loses), and
-    how many scheduled tasks of theirs were removed."""
+    how many scheduled tasks of theirs were removed and MCP tokens revoked."""
 
     entry: str
     user_id: str | None
     in_config: bool
     schedules_removed: int = 0
+    mcp_tokens_revoked: int = 0
 
 
 class NotesIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -129,5 +130,9 @@ def deny_user(request: Request, user_id: FromPath[str]) -> DeniedOut:
         raise HTTPException(status_code=409, detail=str(exc)) from None
     store.audit(conn, "admin", "deny", done.entry)
     return DeniedOut(
-        entry=done.entry, user_id=done.user_id, in_config=done.in_config, schedules_removed=done.schedules_removed
+        entry=done.entry,
+        user_id=done.user_id,
+        in_config=done.in_config,
+        schedules_removed=done.schedules_removed,
+        mcp_tokens_revoked=done.mcp_tokens_revoked,
     )

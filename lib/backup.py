@@ -99,6 +99,17 @@ def _litestream_bookkeeping(conn: apsw.Connection) -> set[str]:
     }
 
 
+def _unexpected_schema(conn: apsw.Connection) -> list[str]:
+    """How the schema differs from Ash's at its recorded version, Litestream's tables aside."""
+    return [d for d in schema_differences(conn, migrations.STEPS) if d not in _litestream_bookkeeping(conn)]
+
+
+def _refuse_schema(path: Path, differences: list[str]) -> None:
+    if differences:
+        shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
+        raise BackupError(f"{path} is not a database Ash made, so it is not restored: {shown}")
+
+
 def inspect_backup(source_path: Path) -> None:
     """Raise BackupError unless `source_path` is exactly an Ash database: intact, of a version
     this Ash knows, and with the very schema Ash's migrations make at that version.
@@ -116,15 +127,12 @@ def inspect_backup(source_path: Path) -> None:
                 f"{source_path} was written by a newer version of Ash (migrations {', '.join(unknown)}); "
                 "upgrade Ash before restoring it"
             )
-        differences = schema_differences(probe, migrations.STEPS)
-        differences = [d for d in differences if d not in _litestream_bookkeeping(probe)]
+        differences = _unexpected_schema(probe)
     except apsw.Error as exc:
         raise BackupError(f"{source_path} cannot be read as Ash's database: {exc}") from exc
     finally:
         probe.close()
-    if differences:
-        shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
-        raise BackupError(f"{source_path} is not a database Ash made, so it is not restored: {shown}")
+    _refuse_schema(source_path, differences)
 
 
 def _drop_vector_tables(conn: apsw.Connection) -> None:
@@ -163,8 +171,12 @@ def restore_from(
             source.close()
         work = harden(connect(staged))
         try:
-            _drop_vector_tables(work)
+            # Migrated first: the columns it resets are as old as m003.
             applied = migrate(work, None, migrations.STEPS)
+            _drop_vector_tables(work)
+            # Once more on what will be written: with the vectors gone and the steps applied it
+            # must be exactly today's schema (a table that only posed as a vector table's is not).
+            _refuse_schema(source_path, _unexpected_schema(work))
             carried = prepare(work) if prepare is not None else {}
         finally:
             work.close()

@@ -47,9 +47,14 @@ class ServerConfig(_Section):
     max_body_bytes: Count = 1_048_576
     # Seconds between background sweeps for pending or stale work.
     tick_interval: Positive = 15.0
-    # Seconds a client may take to send a webhook body; then 408 and the connection is closed
-    # (a body trickled at 1 byte/s would otherwise hold a connection for as long as it likes).
-    body_timeout: Positive = 30.0
+    # Seconds a client may take to send a request's headers, and again its body (any route);
+    # then the connection is closed (a body: 408 first). Telegram's updates arrive at once; 10 s
+    # carries the largest body allowed (max_body_bytes) over a link of about 1 Mbit/s, and
+    # bounds how long a trickling client holds one of the server's connections.
+    body_timeout: Positive = 10.0
+    # Connections served at once (granian's backpressure); more wait in the listen queue. Each
+    # idle or slow one costs about 18 KB; strangers' uploads hold at most 16 of them (lib/web/door.py).
+    max_connections: Annotated[int, msgspec.Meta(ge=64)] = 4096
 
 
 class TelegramConfig(_Section):

@@ -48,7 +48,7 @@ def users_allow(entry: str) -> None:
 @click.argument("entry")
 def users_deny(entry: str) -> None:
     """Take access away from a user by numeric id or @username; what Ash knows about them is kept,
-    the tasks they scheduled are removed.
+    the tasks they scheduled are removed and their MCP tokens revoked.
 
     The denial wins over config.toml's allowed_users until `ash users allow` lets them in again.
     The owner cannot be denied."""
@@ -67,6 +67,8 @@ def users_deny(entry: str) -> None:
     click.echo(f"denied {done.entry}{pinned}: Ash no longer answers them; their data is kept")
     if done.schedules_removed:
         click.echo(f"removed the {done.schedules_removed} scheduled task(s) they had made")
+    if done.mcp_tokens_revoked:
+        click.echo(f"revoked their {done.mcp_tokens_revoked} MCP token(s)")
     if done.in_config:
         click.echo("config.toml still lists them in allowed_users; the denial wins until you allow them again")
 

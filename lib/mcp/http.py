@@ -14,7 +14,9 @@ Before the SDK sees a request, in this order:
 - the method: only POST. A stateless server has no server-to-client stream to offer on GET and
   no session to end on DELETE, so both get 405 with `Allow: POST` (the spec's answer for a
   server without a GET stream) instead of a stream that never sends.
-- the token: 403 while MCP was never enabled, 401 for a missing, wrong, revoked or expired one.
+- the token: 403 while MCP was never enabled, 401 for a missing, wrong, revoked or expired one,
+  or one whose person may no longer use Ash; a client past the limit of wrong tokens
+  (lib/auth_limit.py) gets 429 before its token is looked at.
 - `MCP-Protocol-Version`: a version this server does not offer gets 400, as the spec requires.
 - the body: one JSON-RPC message (lib/mcp/envelope.py); anything else gets its JSON-RPC error
   (-32700, -32600, -32602) with 400.
@@ -34,16 +36,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from starlette.types import Message, Receive, Scope, Send
 
+from lib.auth_limit import AuthLimiter
 from lib.config import Settings
 from lib.db import Database
 from lib.mcp import envelope, tokens
 from lib.mcp.server import build_server
 
 NO_HOST_CHECKS = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-REFUSALS = {
-    tokens.Refusal.DISABLED: "MCP is not enabled: create a token with `ash mcp token create --user ID`",
-    tokens.Refusal.UNAUTHORIZED: "missing, wrong, revoked or expired bearer token",
-}
+DISABLED = "MCP is not enabled: create a token with `ash mcp token create --user ID`"
+UNAUTHORIZED = "missing, wrong, revoked or expired bearer token"
 POST_ONLY = (
     "this MCP server answers POST only: it is stateless, so it offers no server-to-client stream "
     "(GET) and no session to end (DELETE)"
@@ -132,8 +133,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-async def serve(scope: Scope, receive: Receive, send: Send, *, settings: Settings, db: Database) -> None:
-    """Answer one MCP request for the person its bearer token belongs to."""
+async def serve(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    settings: Settings,
+    db: Database,
+    limiter: AuthLimiter,
+    allowed: tokens.Allowed,
+) -> None:
+    """Answer one MCP request for the person its bearer token belongs to (`allowed` says whether
+    that person may still use Ash). A client with too many unknown tokens lately gets 429."""
     origin = _header(scope, b"origin")
     if not origin_allowed(origin, _header(scope, b"host")):
         await _refuse(send, 403, f"requests from the web page origin {origin[:200]!r} are not accepted")
@@ -141,11 +152,20 @@ async def serve(scope: Scope, receive: Receive, send: Send, *, settings: Setting
     if scope.get("method") != "POST":
         await _refuse(send, 405, POST_ONLY, [(b"allow", b"POST")])
         return
+    client = limiter.client(scope)
+    if wait := limiter.retry_after(client):
+        detail = f"too many wrong tokens from this address; retry in {wait} s"
+        await _refuse(send, 429, detail, [(b"retry-after", str(wait).encode())])
+        return
     header = _header(scope, b"authorization")
-    principal = await asyncio.to_thread(lambda: tokens.authenticate(db.conn(), header))
+    principal = await asyncio.to_thread(lambda: tokens.authenticate(db.conn(), header, allowed=allowed))
     if isinstance(principal, tokens.Refusal):
-        www = [(b"www-authenticate", b"Bearer")] if principal is tokens.Refusal.UNAUTHORIZED else []
-        await _refuse(send, principal.value, REFUSALS[principal], www)
+        if principal is tokens.Refusal.DISABLED:
+            await _refuse(send, 403, DISABLED)
+            return
+        if principal is tokens.Refusal.UNKNOWN:
+            limiter.failed(client)
+        await _refuse(send, 401, UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
         return
     version = _header(scope, b"mcp-protocol-version")
     if version in envelope.NOT_OFFERED:

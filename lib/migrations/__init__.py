@@ -48,6 +48,7 @@ STEPS: list[Step] = [
     _sql_step("m010_approvals"),
     _sql_step("m011_mcp"),
     _sql_step("m012_memory_you_can_see"),
+    _sql_step("m013_auth_failures_in_memory"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """
@@ -131,6 +132,19 @@ def migrate_path(path: Path) -> list[str]:
 SCHEMA_SQL = """
 SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name
 """
+EVERY_OBJECT_SQL = "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name"
+# SQLite's own bookkeeping tables (AUTOINCREMENT's counters, ANALYZE's statistics): SQLite makes
+# them, not a migration, so a database may or may not hold them; when it does, they must be
+# exactly as SQLite defines them (a CHECK added to sqlite_sequence would fail every insert into
+# an AUTOINCREMENT table).
+SQLITE_BOOKKEEPING = {
+    "sqlite_sequence": "CREATE TABLE sqlite_sequence(name,seq)",
+    "sqlite_stat1": "CREATE TABLE sqlite_stat1(tbl,idx,stat)",
+    "sqlite_stat2": "CREATE TABLE sqlite_stat2(tbl,idx,sampleno,sample)",
+    "sqlite_stat3": "CREATE TABLE sqlite_stat3(tbl,idx,neq,nlt,ndlt,sample)",
+    "sqlite_stat4": "CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)",
+}
+QUOTES = {"'": "'", '"': '"', "`": "`", "[": "]"}
 
 
 def vector_tables(rows: list[tuple]) -> set[str]:
@@ -146,7 +160,8 @@ def schema_signature(conn: apsw.Connection) -> list[tuple]:
     """The schema as comparable rows: tables by their columns, keys and foreign keys (ALTER TABLE
     appends columns, so the CREATE text may differ); indexes, triggers, views and virtual tables
     by their SQL. sqlite-vec's own tables are left out (see vector_tables); a trigger or view
-    that touches them is not."""
+    that touches them is not. For comparing `schema.sql` with the migrations; a restore compares
+    more (schema_objects)."""
     rows = conn.execute(SCHEMA_SQL).fetchall()
     vector = vector_tables(rows)
     described = []
@@ -164,22 +179,70 @@ def schema_signature(conn: apsw.Connection) -> list[tuple]:
     return described
 
 
-def expected_signature(applied: list[str], steps: list[Step] | None = None) -> list[tuple]:
-    """The schema signature the migrations `applied` make on a blank database."""
+def normalised_sql(sql: str | None) -> str:
+    """`sql` with each run of white space outside quotes made one space: only the layout of the
+    text is forgiven, never a character of a literal, a name, a constraint or a collation."""
+    if sql is None:
+        return ""
+    out: list[str] = []
+    closing = None
+    for char in sql.strip():
+        if closing is not None:
+            out.append(char)
+            if char == closing:
+                closing = None
+        elif char.isspace():
+            if out and out[-1] != " ":
+                out.append(" ")
+        else:
+            out.append(char)
+            closing = QUOTES.get(char)
+    return "".join(out)
+
+
+def schema_objects(conn: apsw.Connection) -> dict[tuple[str, str], tuple[str, str]]:
+    """Every object of the schema, (type, name) -> (its table, its whole normalised SQL): tables
+    too, so a CHECK, a DEFAULT or a collation counts, and indexes SQLite makes for a UNIQUE or
+    PRIMARY KEY. Left out: sqlite-vec's tables (rebuilt on restore, see vector_tables) and
+    SQLite's own bookkeeping tables (checked by bookkeeping_differences), by their exact names;
+    a trigger or view that touches them is kept."""
+    rows = conn.execute(EVERY_OBJECT_SQL).fetchall()
+    left_out = vector_tables(rows) | SQLITE_BOOKKEEPING.keys()
+    return {
+        (kind, name): (table, normalised_sql(sql))
+        for kind, name, table, sql in rows
+        # ...with the indexes SQLite made for those tables' keys (they have no SQL of their own).
+        if not ((kind == "table" and name in left_out) or (kind == "index" and sql is None and table in left_out))
+    }
+
+
+def bookkeeping_differences(conn: apsw.Connection) -> list[str]:
+    """SQLite's own tables that are not as SQLite makes them, one sentence each."""
+    found = conn.execute(EVERY_OBJECT_SQL).fetchall()
+    return [
+        f"SQLite's own table {name!r} is not defined as SQLite defines it"
+        for kind, name, _, sql in found
+        if kind == "table" and name in SQLITE_BOOKKEEPING and normalised_sql(sql) != SQLITE_BOOKKEEPING[name]
+    ]
+
+
+def expected_objects(applied: list[str], steps: list[Step] | None = None) -> dict[tuple[str, str], tuple[str, str]]:
+    """The schema objects the migrations `applied` make on a blank database."""
     conn = connect(":memory:")
     try:
         migrate(conn, None, [s for s in (STEPS if steps is None else steps) if s.name in applied])
-        return schema_signature(conn)
+        return schema_objects(conn)
     finally:
         conn.close()
 
 
 def schema_differences(conn: apsw.Connection, steps: list[Step] | None = None) -> list[str]:
     """How the database's schema differs from what Ash's migrations make at its own recorded
-    version, one sentence each; empty when it is exactly Ash's."""
+    version, one sentence each naming the object; empty when it is exactly Ash's. Every object
+    is compared by its whole SQL (see schema_objects)."""
     applied = status(conn, STEPS if steps is None else steps).applied
-    expected = {(row[0], row[1]): row for row in expected_signature(applied, steps)}
-    actual = {(row[0], row[1]): row for row in schema_signature(conn)}
+    expected = expected_objects(applied, steps)
+    actual = schema_objects(conn)
     found = []
     for key in sorted(actual.keys() - expected.keys()):
         found.append(f"an extra {key[0]} {key[1]!r} that Ash's migrations do not make")
@@ -188,7 +251,7 @@ def schema_differences(conn: apsw.Connection, steps: list[Step] | None = None) -
     for key in sorted(actual.keys() & expected.keys()):
         if actual[key] != expected[key]:
             found.append(f"the {key[0]} {key[1]!r} is not defined as Ash defines it")
-    return found
+    return found + bookkeeping_differences(conn)
 
 
 def harden(conn: apsw.Connection) -> apsw.Connection:

@@ -110,6 +110,18 @@ def _is_owner(settings: Settings, user_id: str | int | None) -> bool:
     return settings.config.owner is not None and user_id is not None and str(settings.config.owner) == str(user_id)
 
 
+def _entries(conn: apsw.Connection, settings: Settings) -> tuple[set[str], dict[str, str | None]]:
+    """Every allowed entry, and the ids the database's entries are pinned to (a pin made for a
+    config.toml entry counts only while the file still lists it)."""
+    configured = _configured(settings)
+    pinned: dict[str, str | None] = {
+        row["entry"]: row["user_id"]
+        for row in rows(conn, DB_ENTRIES_SQL)
+        if row["source"] != "config" or row["entry"] in configured
+    }
+    return configured | set(pinned), pinned
+
+
 def is_allowed(conn: apsw.Connection, settings: Settings, user_id: int, username: str | None) -> bool:
     """True when the user may talk to Ash; pins a matching @username entry to this id first time."""
     uid = str(user_id)
@@ -118,13 +130,7 @@ def is_allowed(conn: apsw.Connection, settings: Settings, user_id: int, username
     name = "@" + username.lower() if username else None
     if one(conn, IS_DENIED_SQL, {"user_id": uid, "name": name}):
         return False
-    configured = _configured(settings)
-    pinned: dict[str, str | None] = {
-        row["entry"]: row["user_id"]
-        for row in rows(conn, DB_ENTRIES_SQL)
-        if row["source"] != "config" or row["entry"] in configured
-    }
-    entries = configured | set(pinned)
+    entries, pinned = _entries(conn, settings)
     if uid in entries or uid in {v for v in pinned.values() if v}:
         return True
     if name is None or name not in entries:
@@ -137,6 +143,23 @@ def is_allowed(conn: apsw.Connection, settings: Settings, user_id: int, username
         # Someone else may have pinned it a moment earlier; the row decides.
         row = rows(conn, "SELECT user_id FROM allowed_users WHERE entry = ?", (name,))
     return bool(row) and row[0]["user_id"] == uid
+
+
+def still_allowed(conn: apsw.Connection, settings: Settings, user_id: str) -> bool:
+    """Whether the person with this numeric id may use Ash now, pinning nothing: for what acts
+    for them away from Telegram (their MCP tokens). The owner always; not after a denial (by
+    id, or of the @name their profile holds); else an entry by id or an @name pinned to them.
+    An @name entry no one has written with yet lets no one in here: its pin is made by
+    Telegram, where the name is seen."""
+    uid = str(user_id)
+    if _is_owner(settings, uid):
+        return True
+    profile = store.get_profile(conn, uid)
+    name = "@" + profile.username.lower() if profile is not None and profile.username else None
+    if one(conn, IS_DENIED_SQL, {"user_id": uid, "name": name}):
+        return False
+    entries, pinned = _entries(conn, settings)
+    return uid in entries or uid in {v for v in pinned.values() if v}
 
 
 @dataclass(frozen=True)
@@ -152,12 +175,13 @@ class Allowed:
 class Denied:
     """What `deny` did: the normalised entry, the id it holds (an @name's pinned id, if known),
     whether config.toml still lists the person (the denial wins over it), and how many of their
-    scheduled tasks were removed."""
+    scheduled tasks were removed and MCP tokens revoked."""
 
     entry: str
     user_id: str | None
     in_config: bool
     schedules_removed: int = 0
+    mcp_tokens_revoked: int = 0
 
 
 def _pinned_id(conn: apsw.Connection, key: str) -> str | None:
@@ -190,8 +214,10 @@ def allow(conn: apsw.Connection, entry: str | int, source: str = "cli") -> Allow
 
 def deny(conn: apsw.Connection, settings: Settings, entry: str | int, source: str = "cli") -> Denied:
     """Take a user's access away (numeric id or @username, validated); their data is kept, but
-    the tasks they scheduled are removed (they would go on writing for someone denied).
+    the tasks they scheduled are removed (they would go on writing for someone denied) and
+    their MCP tokens revoked (they would go on reading and writing their memory).
     OwnerProtected for the owner."""
+    from lib.mcp.tokens import revoke_person
     from lib.schedule.store import delete_user
 
     key = parse_entry(entry)
@@ -205,7 +231,8 @@ def deny(conn: apsw.Connection, settings: Settings, entry: str | int, source: st
         if user_id is not None and user_id != key:
             conn.execute(DENY_SQL, {"entry": user_id, "user_id": user_id, "source": source, "now": now})
         removed = delete_user(conn, user_id) if user_id is not None else 0
-    return Denied(key, user_id, bool({key, user_id} & _configured(settings)), removed)
+        revoked = revoke_person(conn, user_id, actor=source) if user_id is not None else 0
+    return Denied(key, user_id, bool({key, user_id} & _configured(settings)), removed, revoked)
 
 
 def listing(conn: apsw.Connection, settings: Settings) -> list[dict]:

@@ -9,6 +9,10 @@ from litestar.types import Receive, Scope
 from lib.errors import Rejected
 
 
+class ClientGone(Rejected):
+    """The client disconnected before its body was all sent."""
+
+
 def header(scope: Scope, name: bytes) -> bytes | None:
     """One request header's raw value from an ASGI scope (names are lower-case there)."""
     for key, value in scope["headers"]:
@@ -37,7 +41,7 @@ async def _read(scope: Scope, receive: Receive, limit: int) -> bytes:
     while more:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise Rejected(400, "client disconnected")
+            raise ClientGone(400, "client disconnected")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from litestar import Litestar
 
+from lib.auth_limit import AuthLimiter, behind_fly
 from lib.config import load_settings
 from lib.db import Database
 from lib.redact import install as install_redaction
@@ -231,6 +232,7 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     services = Services()
     app.state.runtime = runtime
     app.state.services = services
+    app.state.auth_limiter = AuthLimiter(trust_fly_header=behind_fly(os.environ))
     if not settings.secrets.telegram_webhook_secret:
         log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
     # One writer owns the database; another machine runs no processor, tick, scheduler or

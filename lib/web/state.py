@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from litestar import Litestar
 
 if TYPE_CHECKING:  # the services load when the lifespan starts them, not when a handler is imported
+    from lib.auth_limit import AuthLimiter
     from lib.inbox.scheduler import Scheduler
     from lib.inbox.worker import InboxWorker
     from lib.inbox.writer import InboxWriter
@@ -39,3 +40,8 @@ def get_services(app: Litestar) -> Services:
     """The services the lifespan started (empty ones under a test client without a lifespan)."""
     services = app.state.get("services")
     return services if services is not None else Services()
+
+
+def get_auth_limiter(app: Litestar) -> AuthLimiter:
+    """The one limit on failed authentications (admin API, web view sign-in, /mcp)."""
+    return app.state.auth_limiter

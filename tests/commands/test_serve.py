@@ -69,3 +69,21 @@ def test_a_second_server_is_refused_and_sigterm_leaves_no_wal(tmp_path, caplog):
         assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 2
         conn.close()
     assert "recovered" not in caplog.text
+
+
+def test_the_open_file_limit_is_raised_to_fit_the_connections(monkeypatch, capsys):
+    import resource
+
+    from lib.commands import serve
+
+    limits = {"now": (1024, resource.RLIM_INFINITY)}
+    monkeypatch.setattr(serve.resource, "getrlimit", lambda _: limits["now"])
+    monkeypatch.setattr(serve.resource, "setrlimit", lambda _, value: limits.update(now=value))
+    # A soft limit of 1,024 (common on Linux) would stop granian accepting at about 1,000.
+    assert serve.room_for_connections(4096) == 4096
+    assert limits["now"] == (4096 + serve.SPARE_FILES, resource.RLIM_INFINITY)
+    # A hard limit too low for them: as many as fit, and a line that says so.
+    limits["now"] = (1024, 2048)
+    assert serve.room_for_connections(4096) == 2048 - serve.SPARE_FILES
+    assert limits["now"] == (2048, 2048)
+    assert "leaves room for 1792 connections, not max_connections = 4096" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from lib.db import connect
 from lib.memory import api, knowledge, store
 from lib.migrations import migrate
 from tests.mcp.conftest import ash, new_token
-from tests.support.faults import ASH, AshServer, server_env, write_config
+from tests.support.faults import ASH, OWNER, AshServer, server_env, write_config
 from tests.support.memory_surfaces import say
 
 ALICE, BOB = "1001", "2002"
@@ -164,6 +164,54 @@ async def test_wrong_revoked_and_expired_tokens_get_401(home, server):
     conn.close()
     headers = {"Authorization": f"Bearer {expiring}", "Accept": "application/json, text/event-stream"}
     assert httpx.post(url, json=post, headers=headers).status_code == 401
+
+
+def ping(server, token: str) -> int:
+    """The status of one MCP ping with this token."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    return server.http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers).status_code
+
+
+async def test_denying_a_person_stops_their_tokens_and_only_allowed_people_get_in(home, server):
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    alice = new_token(home, ALICE, "--name", "alice-laptop")
+    bob = new_token(home, BOB, "--name", "bob-laptop")
+    owner = new_token(home, str(OWNER), "--name", "owner-laptop")
+    async with http_client(url, alice) as client:
+        await client.call_tool("remember", {"content": "Alice's spare key is under the blue pot"})
+
+        # `ash users deny`: the token stops working at once, mid-session.
+        said = ash(home, "users", "deny", ALICE)
+        assert "revoked their 1 MCP token(s)" in said
+        with pytest.raises(MCPError):
+            await client.call_tool("recall", {"query": "spare key"})
+        with pytest.raises(MCPError):
+            await client.call_tool("remember", {"content": "written after the denial"})
+    assert ping(server, alice) == 401
+    # The admin API's denial does the same.
+    denied = server.http.delete(f"/admin/users/{BOB}/access", headers={"Authorization": "Bearer admin-token-for-tests"})
+    assert denied.json()["mcp_tokens_revoked"] == 1
+    assert ping(server, bob) == 401
+    listed = ash(home, "mcp", "token", "list")
+    assert "alice-laptop (user 1001): revoked" in listed and "bob-laptop (user 2002): revoked" in listed
+
+    # A token that is not revoked still acts only for someone who may use Ash: one made for a
+    # denied person, or for someone never allowed, is refused; the owner's always works.
+    assert ping(server, new_token(home, ALICE, "--name", "after-denial")) == 401
+    assert ping(server, new_token(home, "3003", "--name", "stranger")) == 401
+    assert ping(server, owner) == 200
+
+    # Allowed again: a new token works; the revoked one stays revoked.
+    ash(home, "users", "allow", ALICE)
+    assert ping(server, new_token(home, ALICE, "--name", "alice-again")) == 200
+    assert ping(server, alice) == 401
+
+    conn = connect(load_settings().database_path)
+    audit = conn.execute("SELECT actor, target FROM audit_log WHERE action = 'mcp_token_revoke' ORDER BY id").fetchall()
+    memories = conn.execute("SELECT count(*) FROM memories WHERE content = 'written after the denial'").fetchone()[0]
+    conn.close()
+    assert audit == [("cli", ALICE), ("admin", BOB)]
+    assert memories == 0
 
 
 async def test_stateless_the_server_restarts_between_two_calls(home, server):

@@ -128,11 +128,108 @@ def test_restored_vectors_are_rebuilt_from_the_rows_not_taken_from_the_file(sett
     conn.close()
 
 
-def test_an_older_genuine_backup_is_migrated_and_restored(settings, tmp_path):
+def rewrite(path, name: str, old: str, new: str) -> None:
+    """Edit one object's CREATE text in place, as a forged file would carry it (SQLite's ALTER
+    TABLE cannot add a CHECK or change a DEFAULT or a collation; the schema table can)."""
+    conn = apsw.Connection(str(path))
+    (sql,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (name,)).fetchone()
+    assert old in sql, sql
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql.replace(old, new, 1), name))
+    conn.execute("PRAGMA writable_schema = OFF")
+    conn.close()
+    check = apsw.Connection(str(path))  # still a sound database: SQLite opens it and reads the schema
+    assert check.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    check.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "old", "new"),
+    [
+        # Every insert into messages fails: all history would be silently lost.
+        # The rows already there pass it; every message stored after the restore would fail it.
+        ("table", "messages", "id INTEGER PRIMARY KEY,", "id INTEGER PRIMARY KEY CHECK (id <= 2),"),
+        ("table", "messages", "metadata TEXT NOT NULL DEFAULT '{}'", "metadata TEXT NOT NULL DEFAULT '[]'"),
+        ("table", "memories", "content TEXT NOT NULL", "content TEXT NOT NULL COLLATE NOCASE"),
+        ("index", "messages_owner", "(owner_user_id, id)", "(owner_user_id DESC, id)"),
+        ("index", "messages_update", "WHERE update_id IS NOT NULL", "WHERE update_id > 0"),
+    ],
+    ids=["check", "default", "collation", "index", "partial-index"],
+)
+def test_a_changed_definition_is_refused_by_name(settings, tmp_path, kind, name, old, new):
+    target = backup(settings, tmp_path)
+    rewrite(target, name, old, new)
+    result = restore(target)
+    assert result.exit_code == 1
+    assert "not a database Ash made" in result.output
+    assert f"the {kind} {name!r} is not defined as Ash defines it" in result.output
+    assert live_messages(settings) == 2
+
+
+def test_a_changed_trigger_or_view_body_is_refused_by_name(settings, tmp_path):
+    conn = connect(settings.database_path)
+    triggers = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")]
+    conn.close()
+    assert triggers, "Ash's schema has triggers (the FTS5 ones) to tamper with"
+    target = backup(settings, tmp_path)
+    conn = apsw.Connection(str(target))
+    (sql,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (triggers[0],)).fetchone()
+    conn.execute(f"DROP TRIGGER {triggers[0]}")
+    # The same trigger, one more statement at the end of its body.
+    end = sql.rstrip().upper().rindex("END")
+    conn.execute(sql[:end] + " DELETE FROM memories WHERE source = 'user'; " + sql[end:])
+    conn.close()
+    result = restore(target)
+    assert result.exit_code == 1
+    assert f"the trigger {triggers[0]!r} is not defined as Ash defines it" in result.output
+
+
+def test_sqlites_own_tables_must_be_as_sqlite_makes_them(settings, tmp_path):
+    target = backup(settings, tmp_path)
+    rewrite(target, "sqlite_sequence", "(name,seq)", "(name,seq CHECK (seq < 0))")
+    result = restore(target)
+    assert result.exit_code == 1
+    assert "SQLite's own table 'sqlite_sequence' is not defined as SQLite defines it" in result.output
+
+
+def test_an_object_named_like_sqlites_own_is_still_compared(settings, tmp_path):
+    target = backup(settings, tmp_path)
+    conn = apsw.Connection(str(target))
+    # SQLite refuses new names that start with "sqlite_", but a LIKE 'sqlite_%' filter also
+    # matched this one ('_' is any character), and a forged file can carry any name.
+    conn.execute(PLANTED.replace("TRIGGER leak", "TRIGGER sqliteXleak"))
+    conn.close()
+    result = restore(target)
+    assert result.exit_code == 1 and "'sqliteXleak'" in result.output
+
+
+def test_a_table_posing_as_a_vector_tables_shadow_is_refused(settings, tmp_path):
+    target = backup(settings, tmp_path)
+    conn = connect(target)
+    conn.execute("CREATE VIRTUAL TABLE vec_x USING vec0 (chunk_id INTEGER PRIMARY KEY, embedding float[2])")
+    conn.execute("CREATE TABLE vec_x_stash (content TEXT)")
+    conn.close()
+    result = restore(target)
+    assert result.exit_code == 1
+    assert "an extra table 'vec_x_stash'" in result.output
+    assert live_messages(settings) == 2
+
+
+@pytest.mark.parametrize("level", range(1, len(STEPS)), ids=[s.name for s in STEPS[:-1]])
+def test_a_genuine_backup_from_every_older_level_is_migrated_and_restored(settings, tmp_path, level):
     old = tmp_path / "old.db"
     conn = connect(old)
-    migrate(conn, None, STEPS[:-1])
+    migrate(conn, None, STEPS[:level])
     conn.close()
     result = restore(old)
     assert result.exit_code == 0, result.output
     assert STEPS[-1].name in result.output
+
+
+def test_a_genuine_backup_of_todays_database_with_sqlites_own_tables_is_restored(settings, tmp_path):
+    conn = connect(settings.database_path)
+    conn.execute("ANALYZE")  # sqlite_stat1 (and sqlite_sequence, made by AUTOINCREMENT tables)
+    conn.close()
+    result = restore(backup(settings, tmp_path))
+    assert result.exit_code == 0, result.output
+    assert live_messages(settings) == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from litestar.testing import TestClient
 
+from lib.auth_limit import AuthLimiter
 from tests.support.database import query
 from tests.support.telegram import SECRET, load
 
@@ -55,6 +56,8 @@ def test_every_admin_route_is_found():
 )
 def test_admin_refuses_missing_or_wrong_token_on_every_route(db_path, monkeypatch, headers):
     with _client(monkeypatch, ASH_ADMIN_TOKEN=ADMIN) as client:
+        # Every route's refusal, not the limit on guesses (test_auth_limit.py) that follows it.
+        client.app.state.auth_limiter = AuthLimiter(per_client=1_000)
         for method, path in _admin_routes():
             response = client.request(method, path, headers=headers, json={})
             assert response.status_code == 401, (method, path, response.text)

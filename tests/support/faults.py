@@ -386,6 +386,19 @@ def server_env(home: Path, upstream: Upstream | None, **overrides: str) -> dict[
     return env
 
 
+def run_ash(home: Path, *args: str) -> str:
+    """Run an `ash` command against this home, as the operator would; its stdout."""
+    done = subprocess.run(
+        [str(ASH), *args], env=server_env(home, None), capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def new_mcp_token(home: Path, user: str | int, *extra: str) -> str:
+    """`ash mcp token create --user USER`; the token is alone on the last line."""
+    return run_ash(home, "mcp", "token", "create", "--user", str(user), *extra).strip().splitlines()[-1]
+
+
 class AshServer:
     """`ash serve` as a real process on a free port, its output captured in a file."""
 

@@ -73,7 +73,13 @@ def test_list_shows_everyone_with_their_access(client):
 def test_deny_takes_access_away_and_keeps_the_data(client, ash_home):
     response = client.delete(f"/admin/users/{ALICE}/access", headers=AUTH)
     assert response.status_code == 200
-    assert response.json() == {"entry": ALICE, "user_id": ALICE, "in_config": True, "schedules_removed": 0}
+    assert response.json() == {
+        "entry": ALICE,
+        "user_id": ALICE,
+        "in_config": True,
+        "schedules_removed": 0,
+        "mcp_tokens_revoked": 0,
+    }
     assert people(client)[ALICE]["access"] == "denied"
     conn = connect(ash_home / "ash.db")
     assert not is_allowed(conn, load_settings(), int(ALICE), "alice")

@@ -19,15 +19,21 @@ DISABLED = "The web view is off: set ASH_ADMIN_TOKEN to enable it."
 
 
 def respond(
-    body: str | bytes, *, status: int = 200, media_type: str = "text/html; charset=utf-8", cookies=()
+    body: str | bytes,
+    *,
+    status: int = 200,
+    media_type: str = "text/html; charset=utf-8",
+    cookies=(),
+    headers: dict[str, str] | None = None,
 ) -> Response:
-    """A response with the web view's headers (no-store, CSP, no framing), setting `cookies`."""
+    """A response with the web view's headers (no-store, CSP, no framing) and `headers`, setting
+    `cookies`."""
     # Cookie attributes come whole from lib/web/ui/sessions.py `cookie`.
     return Response(
         content=body,
         status_code=status,
         media_type=media_type,
-        headers=dict(HEADERS),
+        headers={**HEADERS, **(headers or {})},
         cookies=[Cookie(**attributes) for attributes in cookies],
     )
 
@@ -77,11 +83,6 @@ def checked(request: Request, form: dict[str, str]) -> sessions.UiSession | Resp
             403, "This form is stale or was not sent by this page (CSRF token missing or wrong). Reload and try again."
         )
     return session
-
-
-def client(request: Request) -> str:
-    """The client's address, for the sign-in rate limit."""
-    return request.client.host if request.client else "unknown"
 
 
 def secure(request: Request) -> bool:

@@ -10,8 +10,9 @@
 - Every write carries a CSRF token: an HMAC of the session id, so it is never stored and cannot
   be derived without the cookie. The sign-in form, before any session, uses the same scheme over
   a short-lived pre-session cookie (double submit).
-- Failed sign-ins are counted per client address and in total; past the limit every attempt,
-  right or wrong, is refused with 429 until the window has passed.
+- Failed sign-ins count against the client in the one limit on failed authentications
+  (lib/auth_limit.py, shared with the admin API and /mcp); past it every attempt, right or
+  wrong, is refused with 429 until the window has passed.
 All comparisons of secrets are constant-time (hmac.compare_digest); no secret is logged.
 """
 
@@ -32,10 +33,6 @@ PRE_COOKIE = "ash_ui_signin"
 PATH = "/admin/ui"
 LIFETIME = 12 * 3600
 PRE_LIFETIME = 15 * 60
-WINDOW = 15 * 60
-# Failed sign-ins allowed per client address, and from everyone together, within WINDOW.
-PER_CLIENT = 5
-IN_TOTAL = 30
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 SESSION_SQL = """
@@ -99,6 +96,19 @@ def current(conn: apsw.Connection, raw: str | None, admin_token: str, *, now: fl
     return UiSession(found["id"], raw)
 
 
+def is_live(conn: apsw.Connection, raw: str | None, admin_token: str, *, now: float | None = None) -> bool:
+    """Whether a cookie names a live session of the current admin token; reads only (`current`
+    then records the visit, or revokes a session of an older token)."""
+    if not raw or len(raw) > 200:
+        return False
+    found = one(conn, SESSION_SQL, (_hash(raw),))
+    return (
+        found is not None
+        and found["expires_at"] > (now or time.time())
+        and hmac.compare_digest(found["token_fingerprint"].encode(), fingerprint(admin_token).encode())
+    )
+
+
 def open_session(conn: apsw.Connection, admin_token: str, *, now: float | None = None) -> str:
     """A new session for a browser that gave the right token; returns the raw id for the cookie.
     Sessions of any other token are revoked on the way."""
@@ -126,22 +136,6 @@ def revoke(conn: apsw.Connection, raw: str) -> None:
             "UPDATE ui_sessions SET revoked_at = ? WHERE session_hash = ? AND revoked_at IS NULL",
             (now_iso(), _hash(raw)),
         )
-
-
-def limited(conn: apsw.Connection, client: str, *, now: float | None = None) -> bool:
-    """Whether sign-in is closed for this client for now (too many failures, here or in total)."""
-    since = (now or time.time()) - WINDOW
-    mine = one(conn, "SELECT count(*) AS n FROM ui_signin_failures WHERE client = ? AND at > ?", (client, since))
-    everyone = one(conn, "SELECT count(*) AS n FROM ui_signin_failures WHERE at > ?", (since,))
-    return mine["n"] >= PER_CLIENT or everyone["n"] >= IN_TOTAL
-
-
-def failed(conn: apsw.Connection, client: str, *, now: float | None = None) -> None:
-    """Count a failed sign-in (and forget failures older than the window)."""
-    now = now or time.time()
-    with immediate(conn):
-        conn.execute("DELETE FROM ui_signin_failures WHERE at < ?", (now - WINDOW,))
-        conn.execute("INSERT INTO ui_signin_failures (client, at) VALUES (?, ?)", (client, now))
 
 
 def cookie(name: str, value: str, *, secure: bool, max_age: int) -> dict:
