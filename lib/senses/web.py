@@ -6,6 +6,9 @@ with the name in the Host header and, over https, as the TLS server name, so the
 still verified against the name and no second lookup can answer differently. Redirects are
 followed here, not by httpx, so that each one is judged. The client reads no proxy settings from
 the environment (trust_env=False): a proxy would do its own lookup, past the check.
+
+The body is read raw and its Content-Encoding undone here, in bounded steps (lib/senses/inflate.py):
+httpx would inflate each network chunk whole, and a decompression bomb took gigabytes that way.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from lib.senses.addresses import (
     system_resolver,
     target,
 )
+from lib.senses.inflate import ACCEPT_ENCODING, Decoder, DecodingFailed, Overflow, UnsupportedEncoding, layers
 from lib.senses.page_text import charset_of, kind_of, media_type, page_text, sniff
 
 log = logging.getLogger("ash.senses")
@@ -116,7 +120,7 @@ class WebFetcher:
             follow_redirects=False,
             verify=self.tls if self.tls is not None else True,
             timeout=timeout,
-            headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
+            headers={"User-Agent": USER_AGENT, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
         ) as http:
             current: str | httpx.URL = url
             for redirects in range(self.config.max_redirects + 1):
@@ -180,22 +184,37 @@ class WebFetcher:
         raise PageUnavailable(f"cannot connect to {hop.host}: {failure or 'no address answered'}")
 
     async def _read(self, response: httpx.Response) -> tuple[bytes, bool]:
-        """The body, decompressed, up to max_bytes; True when there was more."""
+        """The body, its Content-Encoding undone here (lib/senses/inflate.py), up to max_bytes;
+        True when there was more. At most max_bytes are read from the network too, and the event
+        loop gets a turn after every bounded step of decoding."""
         limit = self.config.max_bytes
-        chunks: list[bytes] = []
-        size = 0
         try:
-            async for chunk in response.aiter_bytes():
-                if size + len(chunk) > limit:
-                    chunks.append(chunk[: limit - size])
-                    return b"".join(chunks), True
-                chunks.append(chunk)
-                size += len(chunk)
+            decoder = Decoder(layers(response.headers.get_list("content-encoding")), limit)
+        except UnsupportedEncoding as exc:
+            raise PageUnavailable(str(exc)) from None
+        body = bytearray()
+        received = 0
+        try:
+            # Raw bytes: httpx never inflates anything itself (it would do so a whole chunk at a time).
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                for piece in decoder.feed(chunk):
+                    if len(body) + len(piece) > limit:
+                        body += piece[: limit - len(body)]
+                        return bytes(body), True
+                    body += piece
+                    await asyncio.sleep(0)
+                if received > limit:  # compressed data that decodes to little: still a cap on the wire
+                    return bytes(body), True
+        except Overflow:
+            return bytes(body), True
+        except DecodingFailed as exc:
+            raise PageUnavailable(f"the page could not be decompressed: {exc}") from None
         except httpx.TimeoutException:
             raise PageUnavailable("the page stopped arriving (read timeout)") from None
         except httpx.HTTPError as exc:
             raise PageUnavailable(f"the page could not be read to its end: {exc or type(exc).__name__}") from None
-        return b"".join(chunks), False
+        return bytes(body), False
 
 
 def _host_header(hop: Target) -> str:
