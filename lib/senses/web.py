@@ -35,6 +35,7 @@ from lib.senses.addresses import (
 )
 from lib.senses.inflate import ACCEPT_ENCODING, Decoder, DecodingFailed, Overflow, UnsupportedEncoding, layers
 from lib.senses.page_text import charset_of, kind_of, media_type, page_text, sniff
+from lib.senses.parsing import ParseFailed, ParseTimeout, ParseTooLarge
 
 log = logging.getLogger("ash.senses")
 
@@ -91,26 +92,53 @@ class WebFetcher:
         self.tls = tls
 
     async def fetch(self, url: str) -> WebPage:
-        """The page at `url` as title, final URL and text; PageRefused or PageUnavailable otherwise."""
+        """The page at `url` as title, final URL and text; PageRefused or PageUnavailable otherwise.
+
+        [web_fetch] timeout covers the whole fetch: the download and reading the text out of it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout
         try:
-            async with asyncio.timeout(self.config.timeout):
+            async with asyncio.timeout_at(deadline):
                 body = await self._download(url)
         except TimeoutError:
             raise PageUnavailable(f"the page did not arrive within {self.config.timeout:g} s") from None
         kind = kind_of(body.content_type) or sniff(body.data)
         if kind == "pdf" and body.cut:
             raise PageRefused(f"the PDF is larger than {self.config.max_bytes:,} bytes, more than web_fetch reads")
-        # Extraction is CPU work (lxml, pypdf): off the event loop.
-        text = await asyncio.to_thread(page_text, kind, body.data, url=body.url, charset=charset_of(body.content_type))
+        try:
+            text = await page_text(
+                kind,
+                body.data,
+                url=body.url,
+                charset=charset_of(body.content_type),
+                max_chars=self.config.max_chars,
+                timeout=max(deadline - loop.time(), 0.0),
+            )
+        except ParseFailed as exc:
+            raise PageUnavailable(self._unread(kind, exc)) from None
         title = text.title or _title_from_url(body.url)
         content, cut_chars = _cap(text.text, self.config.max_chars)
         notes = []
         if body.cut:
             notes.append(f"[The page is larger than {self.config.max_bytes:,} bytes; only its beginning was read.]")
         if cut_chars:
-            notes.append(f"[Cut: {len(content):,} of {len(text.text):,} characters shown.]")
+            total = f"more than {text.chars:,}" if text.more else f"{text.chars:,}"
+            notes.append(f"[Cut: {len(content):,} of {total} characters shown.]")
         final = "\n\n".join([content, *notes])
         return WebPage(body.url, title, final, media_type(body.content_type) or kind, body.cut or cut_chars)
+
+    def _unread(self, kind: str, failure: ParseFailed) -> str:
+        """Why the text of a downloaded page could not be read, for the model to pass on."""
+        what = "PDF" if kind == "pdf" else "page"
+        if isinstance(failure, ParseTimeout):
+            if not failure.started:
+                return f"no reader was free within {self.config.timeout:g} s (other files were being read); try later"
+            if kind == "pdf":
+                return f"the PDF took too long to read (web_fetch has {self.config.timeout:g} s for a page)"
+            return f"the page is too complex to read within the {self.config.timeout:g} s web_fetch has for a page"
+        if isinstance(failure, ParseTooLarge):
+            return f"the {what} is too large to read: reading it needs {failure}"
+        return f"the {what} made the reader fail; it may be damaged"
 
     async def _download(self, url: str) -> _Body:
         """Follow the URL through at most max_redirects redirects, judging every hop."""
