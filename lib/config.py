@@ -211,11 +211,16 @@ class DocumentsConfig(_Section):
     # memory keeps up to max_index_chars of it for later questions.
     max_chars: Count = 40_000
     max_index_chars: Count = 400_000
+    # Seconds to read a PDF's text, waiting for a free reader included: the reader is a separate
+    # process (lib/senses/parsing.py), killed at this limit; the person is told the file took too
+    # long. A 100-page PDF of plain text takes a few seconds; one built to be slow, minutes a page.
+    read_timeout: Positive = 60.0
 
 
 class WebFetchConfig(_Section):
     enabled: bool = True
-    # Bytes read from a page before it is cut off, and seconds for the whole fetch.
+    # Bytes read from a page before it is cut off (on the wire and decompressed), and seconds for
+    # the whole fetch: every lookup, redirect and byte, and reading the text out of the page.
     max_bytes: Count = 3_000_000
     timeout: Positive = 20.0
     max_redirects: NonNegativeInt = 5

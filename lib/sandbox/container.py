@@ -20,7 +20,6 @@ after MAX_LIFETIME and `auto_remove` deletes the container.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import re
@@ -46,6 +45,7 @@ from lib.sandbox.layout import (
 from lib.sandbox.output import SIGKILL_EXIT, CommandResult, OutputCap
 from lib.sandbox.scripts import COMMAND_WRAPPER, OOM_COUNTER, REAPER
 from lib.sandbox.workspace import Workspaces, last_used
+from lib.threads import Pool
 
 if TYPE_CHECKING:
     import docker
@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ash.sandbox")
 
+# Commands run in threads of their own (lib/threads.py), never the default executor's: each holds
+# its thread for up to [sandbox] timeout. As many as chats run turns at once by default
+# ([telegram] max_concurrent_chats); a command past that waits for a thread, holding none.
+COMMANDS = Pool("ash-sandbox", 8)
 # The main process only keeps the container up; Ash's sweeper removes it when idle. If Ash dies
 # it still ends after this many seconds (Ash replaces an older one before a command, never in one).
 MAX_LIFETIME = 86_400
@@ -95,8 +99,8 @@ class Sandbox:
                 self._client = None
 
     async def run(self, key: str, command: str) -> CommandResult:
-        """Run `command` in the chat's sandbox off the event loop."""
-        return await asyncio.to_thread(self.run_sync, key, command)
+        """Run `command` in the chat's sandbox off the event loop (in the COMMANDS pool)."""
+        return await COMMANDS.run(self.run_sync, key, command)
 
     def _chat_lock(self, key: str) -> threading.Lock:
         with self._lock:

@@ -1,6 +1,7 @@
 """A document someone sent, read by type, and framed as data for the model.
 
-- PDF: its text layer, page by page (lib/senses/pdf.py);
+- PDF: its text layer, page by page (lib/senses/pdf.py), read in a parser process that is killed
+  at the read deadline (lib/senses/parsing.py);
 - text of any kind (plain, Markdown, CSV, JSON, source code): UTF-8, else the encoding its
   bytes point to (charset_normalizer, which trafilatura already brings in);
 - JPEG, PNG, WebP and GIF images, known by their first bytes rather than the name the sender
@@ -12,11 +13,13 @@ message says why in words for the person. This part knows no Telegram, agent or 
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from dataclasses import dataclass
 
-from lib.senses.pdf import UnreadableDocument, read_pdf
+from lib.senses.parsing import ParseFailed, ParseTimeout, ParseTooLarge, parse_pdf
+from lib.senses.pdf import PdfText, UnreadableDocument
 
 __all__ = ["DocumentImage", "DocumentText", "Section", "UnreadableDocument", "framed", "read_document"]
 
@@ -30,6 +33,16 @@ NO_TEXT = (
     "or a PDF with a text layer"
 )
 EMPTY = "it is empty"
+SLOW = (
+    "the PDF took too long to read (more than {seconds:g} s); it may be built to be slow to read. "
+    "Send only the pages you need, or paste the text into the chat"
+)
+BUSY = "other files were being read and none finished within {seconds:g} s; please send it again in a minute"
+TOO_COMPLEX = (
+    "reading it needs more memory than I allow ({limit}); it may be built to be hard to read. "
+    "Send only the pages you need, or paste the text into the chat"
+)
+READER_FAILED = "it made my reader fail; it may be damaged"
 # A text file has tabs and line breaks, not other control characters; more than this share of
 # them means bytes that only decode by accident (a Latin-1 reading of a program, say).
 CONTROL_SHARE = 0.01
@@ -65,6 +78,7 @@ class DocumentText:
     sections: tuple[Section, ...]
     pages: int | None = None  # a PDF's page count
     pages_read: int | None = None  # pages read (documents.max_pages)
+    cut: bool = False  # reading stopped at its character cap: the file holds more text
 
     @property
     def text(self) -> str:
@@ -81,25 +95,40 @@ class DocumentImage:
     media_type: str
 
 
-def read_document(data: bytes, *, name: str, mime_type: str | None, max_pages: int) -> DocumentText | DocumentImage:
-    """The document's text or image. Raises UnreadableDocument (encrypted, damaged, a scan with
-    no text layer, empty, an image kind the models cannot see, or not text at all)."""
+async def read_document(
+    data: bytes, *, name: str, mime_type: str | None, max_pages: int, max_chars: int, timeout: float
+) -> DocumentText | DocumentImage:
+    """The document's text (at most `max_chars` of it) or image, read within `timeout` seconds.
+    Raises UnreadableDocument (encrypted, damaged, a scan with no text layer, empty, an image kind
+    the models cannot see, not text at all, or too slow or too large to read)."""
     mime = (mime_type or "").lower()
     if _is_pdf(data, name, mime):
-        pdf = read_pdf(data, max_pages=max_pages)
+        pdf = await _read_pdf(data, max_pages=max_pages, max_chars=max_chars, timeout=timeout)
         if not pdf.text.strip():
             raise UnreadableDocument(NO_TEXT)
         sections = tuple(Section(f"page {number}", text) for number, text in pdf.by_page)
-        return DocumentText(name, sections, pdf.pages, pdf.pages_read)
+        return DocumentText(name, sections, pdf.pages, pdf.pages_read, cut=pdf.cut)
     media_type = image_type(data)
     if media_type is not None:
         return DocumentImage(name, data, media_type)
     if mime.startswith("image/") and mime != "image/svg+xml":  # SVG is XML: text, read below
         raise UnreadableDocument(OTHER_IMAGE)
-    text = decode_text(data)
+    # Decoding (and, for a file that is not UTF-8, guessing its encoding) takes a moment on 10 MB.
+    text = await asyncio.to_thread(decode_text, data)
     if not text.strip():
         raise UnreadableDocument(EMPTY)
     return DocumentText(name, (Section(None, text.strip()),))
+
+
+async def _read_pdf(data: bytes, *, max_pages: int, max_chars: int, timeout: float) -> PdfText:
+    try:
+        return await parse_pdf(data, max_pages=max_pages, max_chars=max_chars, timeout=timeout)
+    except ParseTimeout as exc:
+        raise UnreadableDocument((SLOW if exc.started else BUSY).format(seconds=timeout)) from None
+    except ParseTooLarge as exc:
+        raise UnreadableDocument(TOO_COMPLEX.format(limit=exc)) from None
+    except ParseFailed:
+        raise UnreadableDocument(READER_FAILED) from None
 
 
 def _is_pdf(data: bytes, name: str, mime: str) -> bool:
@@ -181,10 +210,11 @@ def framed(document: DocumentText, max_chars: int, *, kept_chars: int | None = N
         notes.append(f"[…only the first {document.pages_read} of {document.pages} pages were read]")
     if len(shown) < len(text):
         kept = ""
-        if kept_chars is not None and kept_chars < len(text):
+        if kept_chars is not None and (kept_chars < len(text) or document.cut):
             kept = f"; the first {kept_chars:,} are kept in memory"
+        total = f"more than {len(text):,}" if document.cut else f"{len(text):,}"
         notes.append(
-            f"[…cut: the first {len(shown):,} of {len(text):,} characters are shown{kept}; "
+            f"[…cut: the first {len(shown):,} of {total} characters are shown{kept}; "
             "ask about a part and I'll look it up]"
         )
     return "\n".join([head, neutralised(shown), "</document>", *notes])

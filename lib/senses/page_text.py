@@ -1,17 +1,19 @@
 """The readable text of a fetched page: HTML's main text (trafilatura), plain text, or a PDF's.
 
-trafilatura keeps the article and drops navigation, footers and cookie banners, so the model
-reads the page rather than its chrome. It is imported on first use (it pulls in lxml and more).
+HTML and PDF are read in a parser process (lib/senses/parsing.py) that is killed at the fetch's
+deadline; plain text is only decoded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 from dataclasses import dataclass
 from typing import Literal
 
 from lib.senses.addresses import PageRefused
-from lib.senses.pdf import UnreadableDocument, read_pdf
+from lib.senses.parsing import parse_html, parse_pdf
+from lib.senses.pdf import UnreadableDocument
 
 type Kind = Literal["html", "text", "pdf"]
 
@@ -28,7 +30,9 @@ SNIFF_BYTES = 1024
 @dataclass(frozen=True)
 class PageText:
     title: str
-    text: str
+    text: str  # may stop a character past the fetch's max_chars: the reader stops there
+    chars: int  # characters in the whole text, as far as it was read
+    more: bool = False  # reading stopped before the end: the page holds more than `chars`
 
 
 def media_type(content_type: str | None) -> str:
@@ -85,38 +89,25 @@ def decode(data: bytes, charset: str | None) -> str:
     return data.decode(charset or "utf-8", errors="replace")
 
 
-def html_text(data: bytes, *, url: str, charset: str | None) -> PageText:
-    """The title and main text of an HTML page, as Markdown (headings and lists kept)."""
-    import trafilatura
-    from trafilatura.metadata import extract_metadata
-
-    # Without a declared charset trafilatura detects it (meta tags, then a guess).
-    tree = trafilatura.load_html(decode(data, charset) if charset else data)
-    if tree is None:
-        raise PageRefused("the page is empty or not HTML that can be read")
-    metadata = extract_metadata(tree, default_url=url)
-    title = (metadata.title or "").strip() if metadata else ""
-    text = trafilatura.extract(
-        tree, url=url, output_format="markdown", include_comments=False, include_tables=True, deduplicate=True
-    )
-    if not text:
-        # No block looked like an article (a short page, a listing): all visible text is better
-        # than nothing.
-        text = trafilatura.html2txt(tree)
-    if not text or not text.strip():
-        raise PageRefused("the page has no readable text (it may build its content with JavaScript)")
-    return PageText(title, text.strip())
-
-
 def plain_text(data: bytes, *, charset: str | None) -> PageText:
     """Plain text, Markdown or JSON as it is; the fetcher names it after its URL."""
-    return PageText("", decode(data, charset).strip())
+    text = decode(data, charset).strip()
+    return PageText("", text, len(text))
 
 
-def pdf_text(data: bytes) -> PageText:
+async def html_text(data: bytes, *, url: str, charset: str | None, max_chars: int, timeout: float) -> PageText:
+    """The title and main text of an HTML page, as Markdown (lib/senses/article.py)."""
+    try:
+        article = await parse_html(data, url=url, charset=charset, max_chars=max_chars, timeout=timeout)
+    except UnreadableDocument as exc:
+        raise PageRefused(str(exc)) from None
+    return PageText(article.title.strip(), article.text, article.chars)
+
+
+async def pdf_text(data: bytes, *, max_chars: int, timeout: float) -> PageText:
     """The text of a PDF's first pages; a PDF without extractable text is refused."""
     try:
-        pdf = read_pdf(data, max_pages=PDF_MAX_PAGES)
+        pdf = await parse_pdf(data, max_pages=PDF_MAX_PAGES, max_chars=max_chars + 1, timeout=timeout)
     except UnreadableDocument as exc:
         raise PageRefused(f"the PDF cannot be read: {exc}") from None
     if not pdf.text.strip():
@@ -124,13 +115,18 @@ def pdf_text(data: bytes) -> PageText:
     note = ""
     if pdf.pages_read < pdf.pages:
         note = f"\n\n[Only the first {pdf.pages_read} of {pdf.pages} pages were read.]"
-    return PageText("", pdf.text + note)
+    return PageText("", pdf.text + note, len(pdf.text), more=pdf.cut)
 
 
-def page_text(kind: Kind, data: bytes, *, url: str, charset: str | None) -> PageText:
-    """Title and text of a body of this kind."""
+async def page_text(
+    kind: Kind, data: bytes, *, url: str, charset: str | None, max_chars: int, timeout: float
+) -> PageText:
+    """Title and text of a body of this kind, read within `timeout` seconds.
+
+    HTML and PDF may raise lib.senses.parsing's ParseTimeout, ParseTooLarge or ParseFailed."""
     if kind == "html":
-        return html_text(data, url=url, charset=charset)
+        return await html_text(data, url=url, charset=charset, max_chars=max_chars, timeout=timeout)
     if kind == "pdf":
-        return pdf_text(data)
-    return plain_text(data, charset=charset)
+        return await pdf_text(data, max_chars=max_chars, timeout=timeout)
+    # Decoding 3 MB takes a few milliseconds: not on the event loop.
+    return await asyncio.to_thread(plain_text, data, charset=charset)

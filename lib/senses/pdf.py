@@ -1,7 +1,8 @@
 """The text of a PDF (pypdf), page by page within a cap; encrypted or broken files get a clear reason.
 
-Used for documents sent in chat and for PDFs that `web_fetch` downloads. pypdf is imported on
-first use: most turns never see a PDF.
+Used for documents sent in chat and for PDFs that `web_fetch` downloads, always in the parser
+process (lib/senses/parsing.py): a PDF can be built to take pypdf minutes a page. pypdf is
+imported on first use.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ class PdfText:
     pages_read: int  # pages whose text is in `text` (at most the cap)
     # (page number from 1, its text) for each page with text: memory names the page a fact is on.
     by_page: tuple[tuple[int, str], ...] = ()
+    cut: bool = False  # reading stopped at max_chars: the file holds more text than `text`
 
 
-def read_pdf(data: bytes, *, max_pages: int) -> PdfText:
-    """The text of the first `max_pages` pages, pages separated by a blank line.
+def read_pdf(data: bytes, *, max_pages: int, max_chars: int | None = None) -> PdfText:
+    """The text of the first `max_pages` pages, pages separated by a blank line; with `max_chars`,
+    reading stops once that many characters are read (the last page's text cut to fit).
 
     Raises UnreadableDocument for an encrypted file (Ash has no password to open it) and for one
     pypdf cannot parse. A page whose text cannot be extracted is left out, and logged."""
@@ -54,13 +57,29 @@ def read_pdf(data: bytes, *, max_pages: int) -> PdfText:
         raise UnreadableDocument(DAMAGED) from exc
     if total == 0:  # pypdf's lenient parser makes an empty document of a file with no page tree
         raise UnreadableDocument(DAMAGED)
-    pages = []
+    pages: list[tuple[int, str]] = []
+    used = 0  # characters of the text so far, blank lines between pages included
+    read = 0
+    cut = False
     for number in range(min(total, max_pages)):
+        if max_chars is not None and used >= max_chars:
+            cut = True
+            break
+        read += 1
         try:
-            text = reader.pages[number].extract_text() or ""
+            text = (reader.pages[number].extract_text() or "").strip()
         except Exception as exc:  # pypdf raises many kinds on odd pages; one page is not the file
             log.warning("could not read page %d of a PDF: %s", number + 1, exc)
             continue
-        if text.strip():
-            pages.append((number + 1, text.strip()))
-    return PdfText("\n\n".join(text for _, text in pages), total, min(total, max_pages), tuple(pages))
+        if not text:
+            continue
+        gap = 2 if pages else 0
+        if max_chars is not None and used + gap + len(text) > max_chars:
+            text = text[: max(max_chars - used - gap, 0)]
+            cut = True
+        if text:
+            pages.append((number + 1, text))
+            used += gap + len(text)
+        if cut:
+            break
+    return PdfText("\n\n".join(text for _, text in pages), total, read, tuple(pages), cut)

@@ -6,6 +6,9 @@ with the name in the Host header and, over https, as the TLS server name, so the
 still verified against the name and no second lookup can answer differently. Redirects are
 followed here, not by httpx, so that each one is judged. The client reads no proxy settings from
 the environment (trust_env=False): a proxy would do its own lookup, past the check.
+
+The body is read raw and its Content-Encoding undone here, in bounded steps (lib/senses/inflate.py):
+httpx would inflate each network chunk whole, and a decompression bomb took gigabytes that way.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from lib.senses.addresses import (
     system_resolver,
     target,
 )
+from lib.senses.inflate import ACCEPT_ENCODING, Decoder, DecodingFailed, Overflow, UnsupportedEncoding, layers
 from lib.senses.page_text import charset_of, kind_of, media_type, page_text, sniff
+from lib.senses.parsing import ParseFailed, ParseTimeout, ParseTooLarge
 
 log = logging.getLogger("ash.senses")
 
@@ -87,26 +92,53 @@ class WebFetcher:
         self.tls = tls
 
     async def fetch(self, url: str) -> WebPage:
-        """The page at `url` as title, final URL and text; PageRefused or PageUnavailable otherwise."""
+        """The page at `url` as title, final URL and text; PageRefused or PageUnavailable otherwise.
+
+        [web_fetch] timeout covers the whole fetch: the download and reading the text out of it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout
         try:
-            async with asyncio.timeout(self.config.timeout):
+            async with asyncio.timeout_at(deadline):
                 body = await self._download(url)
         except TimeoutError:
             raise PageUnavailable(f"the page did not arrive within {self.config.timeout:g} s") from None
         kind = kind_of(body.content_type) or sniff(body.data)
         if kind == "pdf" and body.cut:
             raise PageRefused(f"the PDF is larger than {self.config.max_bytes:,} bytes, more than web_fetch reads")
-        # Extraction is CPU work (lxml, pypdf): off the event loop.
-        text = await asyncio.to_thread(page_text, kind, body.data, url=body.url, charset=charset_of(body.content_type))
+        try:
+            text = await page_text(
+                kind,
+                body.data,
+                url=body.url,
+                charset=charset_of(body.content_type),
+                max_chars=self.config.max_chars,
+                timeout=max(deadline - loop.time(), 0.0),
+            )
+        except ParseFailed as exc:
+            raise PageUnavailable(self._unread(kind, exc)) from None
         title = text.title or _title_from_url(body.url)
         content, cut_chars = _cap(text.text, self.config.max_chars)
         notes = []
         if body.cut:
             notes.append(f"[The page is larger than {self.config.max_bytes:,} bytes; only its beginning was read.]")
         if cut_chars:
-            notes.append(f"[Cut: {len(content):,} of {len(text.text):,} characters shown.]")
+            total = f"more than {text.chars:,}" if text.more else f"{text.chars:,}"
+            notes.append(f"[Cut: {len(content):,} of {total} characters shown.]")
         final = "\n\n".join([content, *notes])
         return WebPage(body.url, title, final, media_type(body.content_type) or kind, body.cut or cut_chars)
+
+    def _unread(self, kind: str, failure: ParseFailed) -> str:
+        """Why the text of a downloaded page could not be read, for the model to pass on."""
+        what = "PDF" if kind == "pdf" else "page"
+        if isinstance(failure, ParseTimeout):
+            if not failure.started:
+                return f"no reader was free within {self.config.timeout:g} s (other files were being read); try later"
+            if kind == "pdf":
+                return f"the PDF took too long to read (web_fetch has {self.config.timeout:g} s for a page)"
+            return f"the page is too complex to read within the {self.config.timeout:g} s web_fetch has for a page"
+        if isinstance(failure, ParseTooLarge):
+            return f"the {what} is too large to read: reading it needs {failure}"
+        return f"the {what} made the reader fail; it may be damaged"
 
     async def _download(self, url: str) -> _Body:
         """Follow the URL through at most max_redirects redirects, judging every hop."""
@@ -116,7 +148,7 @@ class WebFetcher:
             follow_redirects=False,
             verify=self.tls if self.tls is not None else True,
             timeout=timeout,
-            headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
+            headers={"User-Agent": USER_AGENT, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
         ) as http:
             current: str | httpx.URL = url
             for redirects in range(self.config.max_redirects + 1):
@@ -180,22 +212,37 @@ class WebFetcher:
         raise PageUnavailable(f"cannot connect to {hop.host}: {failure or 'no address answered'}")
 
     async def _read(self, response: httpx.Response) -> tuple[bytes, bool]:
-        """The body, decompressed, up to max_bytes; True when there was more."""
+        """The body, its Content-Encoding undone here (lib/senses/inflate.py), up to max_bytes;
+        True when there was more. At most max_bytes are read from the network too, and the event
+        loop gets a turn after every bounded step of decoding."""
         limit = self.config.max_bytes
-        chunks: list[bytes] = []
-        size = 0
         try:
-            async for chunk in response.aiter_bytes():
-                if size + len(chunk) > limit:
-                    chunks.append(chunk[: limit - size])
-                    return b"".join(chunks), True
-                chunks.append(chunk)
-                size += len(chunk)
+            decoder = Decoder(layers(response.headers.get_list("content-encoding")), limit)
+        except UnsupportedEncoding as exc:
+            raise PageUnavailable(str(exc)) from None
+        body = bytearray()
+        received = 0
+        try:
+            # Raw bytes: httpx never inflates anything itself (it would do so a whole chunk at a time).
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                for piece in decoder.feed(chunk):
+                    if len(body) + len(piece) > limit:
+                        body += piece[: limit - len(body)]
+                        return bytes(body), True
+                    body += piece
+                    await asyncio.sleep(0)
+                if received > limit:  # compressed data that decodes to little: still a cap on the wire
+                    return bytes(body), True
+        except Overflow:
+            return bytes(body), True
+        except DecodingFailed as exc:
+            raise PageUnavailable(f"the page could not be decompressed: {exc}") from None
         except httpx.TimeoutException:
             raise PageUnavailable("the page stopped arriving (read timeout)") from None
         except httpx.HTTPError as exc:
             raise PageUnavailable(f"the page could not be read to its end: {exc or type(exc).__name__}") from None
-        return b"".join(chunks), False
+        return bytes(body), False
 
 
 def _host_header(hop: Target) -> str:

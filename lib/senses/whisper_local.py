@@ -16,7 +16,6 @@ transcription runs at a time (a lock); a second voice note waits for the first.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import gc
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from lib.checksums import file_sha256
+from lib.threads import Pool
 
 log = logging.getLogger("ash.senses")
 
@@ -209,6 +209,7 @@ class LocalWhisper:
         self._model: Any = None
         self._last_used = 0.0
         self._timer: threading.Timer | None = None
+        self._thread = Pool("ash-whisper", 1)
 
     @property
     def loaded(self) -> bool:
@@ -216,8 +217,11 @@ class LocalWhisper:
         return self._model is not None
 
     async def transcribe(self, audio: bytes, filename: str) -> str:
-        """The words spoken in `audio` (any format PyAV decodes: OGG Opus, MP3, M4A, MP4, ...)."""
-        return await asyncio.to_thread(self._transcribe, audio)
+        """The words spoken in `audio` (any format PyAV decodes: OGG Opus, MP3, M4A, MP4, ...).
+
+        In a thread of this model's own (one: the model transcribes one note at a time), so notes
+        waiting their turn hold no thread of the default executor, which database hops need."""
+        return await self._thread.run(self._transcribe, audio)
 
     def _transcribe(self, audio: bytes) -> str:
         with self._lock:

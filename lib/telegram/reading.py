@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 
 from lib.agent.contract import Image, TurnInput
+from lib.config import DocumentsConfig
 from lib.errors import BadRequest
 from lib.memory.scope import memory_owner
 from lib.runtime import Runtime
@@ -63,7 +64,12 @@ def _size(size: int) -> str:
 def _reference(document: DocumentText, kept: int) -> str:
     pages = f", {document.pages} page{'s' if document.pages != 1 else ''}" if document.pages is not None else ""
     total = len(document.text)
-    where = "kept in memory" if kept >= total else f"the first {kept:,} of {total:,} characters kept in memory"
+    if document.cut:
+        where = f"the first {kept:,} characters kept in memory"
+    elif kept >= total:
+        where = "kept in memory"
+    else:
+        where = f"the first {kept:,} of {total:,} characters kept in memory"
     return f"[document {document.name}{pages}: {where}]"
 
 
@@ -90,9 +96,20 @@ async def _download(client: TelegramClient, document: Document, name: str, limit
         return NOT_HANDED.format(name=name, reason=exc.message)
 
 
-def _read(data: bytes, document: Document, name: str, max_pages: int) -> DocumentText | DocumentImage | str:
+async def _read(
+    data: bytes, document: Document, name: str, config: DocumentsConfig
+) -> DocumentText | DocumentImage | str:
     try:
-        return read_document(data, name=name, mime_type=document.mime_type, max_pages=max_pages)
+        # A PDF is read in a parser process killed after read_timeout (lib/senses/parsing.py):
+        # no thread is held while it runs, so a slow file delays no one else's turn.
+        return await read_document(
+            data,
+            name=name,
+            mime_type=document.mime_type,
+            max_pages=config.max_pages,
+            max_chars=max(config.max_chars, config.max_index_chars),
+            timeout=config.read_timeout,
+        )
     except UnreadableDocument as exc:
         return UNREADABLE.format(name=name, reason=exc)
     except Exception:  # a stranger's bytes are exactly where a parser meets what it never saw
@@ -114,7 +131,7 @@ async def read_attachment(
         return "document not downloaded"
     data, file_unique_id = downloaded
     await sink.typing()
-    read = await asyncio.to_thread(_read, data, document, name, config.max_pages)
+    read = await _read(data, document, name, config)
     if isinstance(read, str):
         await sink.finish(read)
         return "document not readable"

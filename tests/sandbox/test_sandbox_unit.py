@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from click.testing import CliRunner
 from hypothesis import given
@@ -108,3 +109,34 @@ def test_cli_and_doctor_explain_an_unreachable_engine(ash_home, monkeypatch):
     (check,) = check_sandbox(load_settings())
     assert check.status == "fail" and "bash fails on every call" in check.detail
     assert "DOCKER_HOST" in check.hint
+
+
+async def test_commands_holding_their_threads_leave_database_hops_a_thread():
+    """Eight commands at once, each holding its thread until released: a database hop
+    (asyncio.to_thread) still runs at once. The default executor is made two threads here; on
+    it, the commands would have held every thread and the hop would wait for them to end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lib.sandbox.container import Sandbox
+
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=2))
+    box = Sandbox(SandboxConfig(), client=object(), sweeper=False)
+    release = threading.Event()
+    running: list[str] = []
+
+    def command(key: str, text: str) -> str:
+        running.append(key)
+        release.wait(60)
+        return f"{key} done"
+
+    box.run_sync = command  # the real one talks to a Docker engine
+    commands = [asyncio.create_task(box.run(f"chat-{n}", "sleep 60")) for n in range(8)]
+    try:
+        async with asyncio.timeout(30):  # a ceiling for the events, not a measure
+            while len(running) < 8:
+                await asyncio.sleep(0.01)
+            assert await asyncio.to_thread(lambda: "the hop ran") == "the hop ran"
+    finally:
+        release.set()
+    assert await asyncio.gather(*commands) == [f"chat-{n} done" for n in range(8)]

@@ -5,8 +5,6 @@ test, read into the turn, answered, and recalled a week later in a fresh convers
 
 from __future__ import annotations
 
-import copy
-import json
 import sys
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +17,7 @@ from lib.db import iso, now_iso, rows
 from lib.telegram.updates import telegram_worker
 from tests.support.agent import ANTHROPIC_MESSAGES, request_json, set_keys, sse_response, write_config
 from tests.support.database import inbox_statuses
+from tests.support.documents import BOT_NAME, Files, document_update, in_group
 from tests.support.pdf import damaged, encrypted, pdf_with_pages
 from tests.support.telegram import (
     API,
@@ -27,7 +26,6 @@ from tests.support.telegram import (
     FakeBotAPI,
     deliver,
     echo_runner,
-    load,
     make_runtime,
     private_text,
 )
@@ -36,7 +34,6 @@ pytestmark = pytest.mark.usefixtures("sleeps")
 
 USER = 1111111  # the sender of the docs' example
 OTHER = 2002
-BOT_NAME = "el_mon_test_bot"  # tests/fixtures/telegram/getMe_ok.json
 CONFIG = (
     f"owner = {USER}\n[telegram]\nallowed_users = [{OTHER}]\n"
     '[embeddings]\nprovider = "none"\n[memory]\nextraction_enabled = false\n'
@@ -48,72 +45,8 @@ REPORT = [
 ]
 
 
-def document_update(
-    update_id: int,
-    *,
-    name: str,
-    mime: str,
-    size: int | None,
-    caption: str | None = None,
-    file_id: str | None = None,
-) -> dict:
-    """The docs' document example (update_document_docs_example.json) brought up to today's Bot
-    API (the sender's `is_bot`, the file's `file_unique_id`), carrying the test's file."""
-    update = copy.deepcopy(load("update_document_docs_example.json"))
-    update["update_id"] = update_id
-    message = update["message"]
-    message["message_id"] = update_id
-    message["from"]["is_bot"] = False
-    file_id = file_id or f"doc-{update_id}"
-    message["document"].update(file_id=file_id, file_unique_id=f"uniq-{file_id}", file_name=name, mime_type=mime)
-    if size is None:
-        del message["document"]["file_size"]
-    else:
-        message["document"]["file_size"] = size
-    if caption is not None:
-        message["caption"] = caption
-    return update
-
-
 def _text(update_id: int, text: str) -> dict:
     return private_text(update_id, text, user_id=USER, username="Testusername")
-
-
-def in_group(update: dict, sender: int) -> dict:
-    """The update as sent in the GROUP by `sender`, its caption addressed to the bot by @mention."""
-    message = update["message"]
-    message["chat"] = {"id": GROUP, "type": "supergroup", "title": "Family"}
-    message["from"] = {"id": sender, "is_bot": False, "first_name": "Bo"}
-    message["caption_entities"] = [{"offset": 0, "length": len(BOT_NAME) + 1, "type": "mention"}]
-    return update
-
-
-class Files:
-    """Serves files as Telegram does: getFile (getFile_ok.json's shape) by file_id, then the download."""
-
-    def __init__(self, router: respx.MockRouter):
-        self.files: dict[str, bytes] = {}
-        self.asked: list[str] = []
-        router.route(method="POST", url=f"{API}/bot{TOKEN}/getFile").mock(side_effect=self._get_file)
-        router.route(method="GET", url__startswith=f"{API}/file/bot{TOKEN}/documents/").mock(side_effect=self._download)
-
-    def serve(self, file_id: str, data: bytes) -> None:
-        self.files[file_id] = data
-
-    def _get_file(self, request: httpx.Request) -> httpx.Response:
-        file_id = json.loads(request.content)["file_id"]
-        self.asked.append(file_id)
-        answer = copy.deepcopy(load("getFile_ok.json"))
-        answer["result"].update(
-            file_id=file_id,
-            file_unique_id=f"uniq-{file_id}",
-            file_size=len(self.files[file_id]),
-            file_path=f"documents/{file_id}",
-        )
-        return httpx.Response(200, json=answer)
-
-    def _download(self, request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=self.files[request.url.path.rsplit("/", 1)[1]])
 
 
 @pytest.fixture

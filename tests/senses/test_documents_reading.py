@@ -27,12 +27,12 @@ PAGES = [
 ]
 
 
-def read(data: bytes, name: str, mime: str | None = None, max_pages: int = 100):
-    return read_document(data, name=name, mime_type=mime, max_pages=max_pages)
+async def read(data: bytes, name: str, mime: str | None = None, max_pages: int = 100, max_chars: int = 400_000):
+    return await read_document(data, name=name, mime_type=mime, max_pages=max_pages, max_chars=max_chars, timeout=30)
 
 
-def test_a_three_page_pdf_is_read_page_by_page():
-    document = read(pdf_with_pages(PAGES), "report.pdf", "application/pdf")
+async def test_a_three_page_pdf_is_read_page_by_page():
+    document = await read(pdf_with_pages(PAGES), "report.pdf", "application/pdf")
 
     assert isinstance(document, DocumentText)
     assert document.pages == document.pages_read == 3
@@ -41,17 +41,17 @@ def test_a_three_page_pdf_is_read_page_by_page():
     assert "4,200 euros" in document.sections[2].text
 
 
-def test_only_max_pages_are_read_and_the_frame_says_so():
-    document = read(pdf_with_pages([[f"Page number {n}."] for n in range(1, 6)]), "long.pdf", max_pages=2)
+async def test_only_max_pages_are_read_and_the_frame_says_so():
+    document = await read(pdf_with_pages([[f"Page number {n}."] for n in range(1, 6)]), "long.pdf", max_pages=2)
 
     assert (document.pages, document.pages_read) == (5, 2)
     assert "Page number 3" not in document.text
     assert "[…only the first 2 of 5 pages were read]" in framed(document, 40_000)
 
 
-def test_an_encrypted_pdf_is_refused_for_its_password():
+async def test_an_encrypted_pdf_is_refused_for_its_password():
     with pytest.raises(UnreadableDocument, match="protected by a password"):
-        read(encrypted(pdf_with_pages(PAGES), "s3cret"), "locked.pdf", "application/pdf")
+        await read(encrypted(pdf_with_pages(PAGES), "s3cret"), "locked.pdf", "application/pdf")
 
 
 @pytest.mark.parametrize(
@@ -59,14 +59,14 @@ def test_an_encrypted_pdf_is_refused_for_its_password():
     [damaged(pdf_with_pages(PAGES)), pdf_with_pages(PAGES)[:300], b"%PDF-1.4\nthis is not a pdf"],
     ids=["overwritten", "truncated", "header-only"],
 )
-def test_a_damaged_pdf_is_refused_as_damaged(data):
+async def test_a_damaged_pdf_is_refused_as_damaged(data):
     with pytest.raises(UnreadableDocument, match="looks damaged"):
-        read(data, "broken.pdf", "application/pdf")
+        await read(data, "broken.pdf", "application/pdf")
 
 
-def test_a_pdf_without_a_text_layer_is_refused_as_a_scan():
+async def test_a_pdf_without_a_text_layer_is_refused_as_a_scan():
     with pytest.raises(UnreadableDocument) as refused:
-        read(pdf_with_pages([[], []]), "scan.pdf", "application/pdf")
+        await read(pdf_with_pages([[], []]), "scan.pdf", "application/pdf")
     assert str(refused.value) == NO_TEXT
 
 
@@ -90,8 +90,8 @@ def test_read_pdf_keeps_each_pages_number_with_its_text():
     ],
     ids=["csv", "python", "json", "markdown-untyped", "utf8-bom", "cp1251", "utf16-bom"],
 )
-def test_text_files_are_decoded(data, name, mime, expected):
-    document = read(data, name, mime)
+async def test_text_files_are_decoded(data, name, mime, expected):
+    document = await read(data, name, mime)
 
     assert isinstance(document, DocumentText) and document.pages is None
     assert expected in document.text
@@ -107,15 +107,15 @@ def test_text_files_are_decoded(data, name, mime, expected):
     ],
     ids=["docx", "elf", "noise"],
 )
-def test_binary_files_are_refused_with_what_can_be_read(data, name, mime):
+async def test_binary_files_are_refused_with_what_can_be_read(data, name, mime):
     with pytest.raises(UnreadableDocument) as refused:
-        read(data, name, mime)
+        await read(data, name, mime)
     assert str(refused.value) == BINARY
 
 
-def test_an_empty_file_is_refused():
+async def test_an_empty_file_is_refused():
     with pytest.raises(UnreadableDocument, match="empty"):
-        read(b"  \n\n", "blank.txt", "text/plain")
+        await read(b"  \n\n", "blank.txt", "text/plain")
 
 
 @pytest.mark.parametrize(
@@ -127,16 +127,16 @@ def test_an_empty_file_is_refused():
         (b"RIFF\x24\x00\x00\x00WEBPVP8 ", "image/webp"),
     ],
 )
-def test_images_are_known_by_their_bytes_not_their_name(data, media_type):
+async def test_images_are_known_by_their_bytes_not_their_name(data, media_type):
     # The sender's label is wrong on purpose: the bytes decide.
-    image = read(data, "picture.bin", "application/octet-stream")
+    image = await read(data, "picture.bin", "application/octet-stream")
 
     assert image == DocumentImage("picture.bin", data, media_type)
 
 
-def test_an_image_kind_the_models_cannot_see_is_refused():
+async def test_an_image_kind_the_models_cannot_see_is_refused():
     with pytest.raises(UnreadableDocument) as refused:
-        read(b"\x00\x00\x00\x18ftypheic", "photo.heic", "image/heic")
+        await read(b"\x00\x00\x00\x18ftypheic", "photo.heic", "image/heic")
     assert str(refused.value) == OTHER_IMAGE
 
 
@@ -155,10 +155,29 @@ def test_the_frame_names_the_file_cuts_long_text_and_neutralises_frame_tags():
     )
 
 
-def test_a_short_document_is_framed_whole_with_its_page_count():
-    document = read(pdf_with_pages(PAGES), "report.pdf")
+async def test_a_short_document_is_framed_whole_with_its_page_count():
+    document = await read(pdf_with_pages(PAGES), "report.pdf")
 
     shown = framed(document, 40_000)
 
     assert shown.startswith('<document name="report.pdf" pages="3">\n')
     assert shown.endswith("4,200 euros in total.\n</document>")
+
+
+def test_read_pdf_stops_at_max_chars_and_says_it_was_cut():
+    pages = [[f"Page {n} says something worth reading."] for n in range(1, 11)]
+    pdf = read_pdf(pdf_with_pages(pages), max_pages=100, max_chars=100)
+
+    assert len(pdf.text) == 100 and pdf.cut is True
+    assert pdf.pages_read == 3 < pdf.pages == 10  # pages 1 and 2 whole, page 3 cut to fit; the rest unread
+    assert read_pdf(pdf_with_pages(pages), max_pages=100, max_chars=10_000).cut is False
+
+
+async def test_a_document_cut_while_reading_says_it_holds_more():
+    pages = [[f"Page {n} says something worth reading."] for n in range(1, 11)]
+    document = await read(pdf_with_pages(pages), "long.pdf", "application/pdf", max_chars=100)
+
+    assert document.cut is True
+    frame = framed(document, 50, kept_chars=100)
+    assert "[…cut: the first 50 of more than 100 characters are shown; the first 100 are kept in memory;" in frame
+    assert "[…only the first 3 of 10 pages were read]" in frame

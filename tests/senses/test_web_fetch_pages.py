@@ -6,10 +6,12 @@ can stand in for a public site; every other address, 127.0.0.2 included, is stil
 
 from __future__ import annotations
 
+import gzip
 import ipaddress
 import ssl
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -287,3 +289,55 @@ async def test_https_to_the_checked_address_still_verifies_the_name(tls_server):
     with pytest.raises(PageUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
         await web.fetch(tls_server.url("/tea", host="impostor.test"))
     assert len(tls_server.requests) == 1
+
+
+NOTES = "Buy milk.\nCall Ana about Lisbon.\n" * 400
+
+
+def _deflate(data: bytes, wbits: int) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        ("gzip", gzip.compress(NOTES.encode())),
+        ("x-gzip", gzip.compress(NOTES.encode())),
+        # Two gzip members one after the other (what `cat a.gz b.gz` makes) are one body.
+        ("gzip", gzip.compress(NOTES[:3000].encode()) + gzip.compress(NOTES[3000:].encode())),
+        ("deflate", _deflate(NOTES.encode(), zlib.MAX_WBITS)),  # zlib-wrapped, as the RFC means it
+        ("deflate", _deflate(NOTES.encode(), -zlib.MAX_WBITS)),  # raw, as some servers send it
+        ("gzip, gzip", gzip.compress(gzip.compress(NOTES.encode()))),
+        ("identity", NOTES.encode()),
+    ],
+    ids=["gzip", "x-gzip", "gzip-members", "deflate-zlib", "deflate-raw", "gzip-gzip", "identity"],
+)
+async def test_a_compressed_page_is_decoded_by_web_fetch_itself(server, encoding, body):
+    server.encoded("/notes.txt", body, encoding)
+    page = await fetcher().fetch(server.url("/notes.txt"))
+    assert page.text == NOTES.strip()
+    assert page.truncated is False
+    # Only what lib/senses/inflate.py decodes is asked for, whatever httpx could decode.
+    assert server.headers[0]["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "words"),
+    [
+        ("br", "compressed as 'br', which web_fetch does not decode"),
+        ("zstd", "compressed as 'zstd'"),
+        ("gzip, snappy", "compressed as 'snappy'"),
+        ("gzip, gzip, gzip", "compressed 3 times over"),
+    ],
+)
+async def test_an_encoding_web_fetch_does_not_decode_is_a_clear_error(server, encoding, words):
+    server.encoded("/page.txt", b"\x1f\x8b whatever the server made of it", encoding)
+    with pytest.raises(PageUnavailable, match=words):
+        await fetcher().fetch(server.url("/page.txt"))
+
+
+async def test_a_damaged_gzip_body_is_a_clear_error(server):
+    server.encoded("/page.txt", b"this was never gzip data", "gzip")
+    with pytest.raises(PageUnavailable, match="could not be decompressed: its gzip data is damaged"):
+        await fetcher().fetch(server.url("/page.txt"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,3 +161,32 @@ def test_recordings_longer_than_the_cap_are_refused_while_decoding():
     assert len(decode_audio(long_note, max_seconds=5)) == 48000
     with pytest.raises(UnreadableAudio, match="it is longer than 2 seconds, the most I transcribe here"):
         decode_audio(long_note, max_seconds=2)
+
+
+async def test_voice_notes_waiting_for_the_model_leave_database_hops_a_thread(tmp_path):
+    """Four notes at once: the model transcribes one, the other three wait their turn. A database
+    hop (asyncio.to_thread) still runs: on a two-thread default executor the waiting notes would
+    have held both threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=2))
+    release = threading.Event()
+    started: list[int] = []
+
+    class SlowModel:
+        def transcribe(self, samples):
+            started.append(len(samples))
+            release.wait(60)
+            return iter([Segment("Hello.")]), None
+
+    whisper = LocalWhisper(lambda: tmp_path, idle_unload=60, load=lambda directory: SlowModel())
+    voice = ogg_opus(tone_wav(0.2))
+    notes = [asyncio.create_task(whisper.transcribe(voice, "voice.ogg")) for _ in range(4)]
+    try:
+        async with asyncio.timeout(30):  # a ceiling for the events, not a measure
+            while not started:
+                await asyncio.sleep(0.01)
+            assert await asyncio.to_thread(lambda: "the hop ran") == "the hop ran"
+    finally:
+        release.set()
+    assert await asyncio.gather(*notes) == ["Hello."] * 4

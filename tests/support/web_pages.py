@@ -30,6 +30,7 @@ class PageServer:
     def __init__(self, tls: ssl.SSLContext | None = None):
         self.routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = {}
         self.requests: list[Seen] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers, names in lower case
         self.server_names: list[str | None] = []
         self.stop = threading.Event()
         server = self
@@ -37,6 +38,7 @@ class PageServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 server.requests.append(Seen(self.path, self.headers.get("Host", "")))
+                server.headers.append({name.lower(): value for name, value in self.headers.items()})
                 route = server.routes.get(self.path)
                 if route is None:
                     self.send_response(404)
@@ -71,6 +73,33 @@ class PageServer:
             handler.send_header("Content-Length", str(len(data)))
             handler.end_headers()
             handler.wfile.write(data)
+
+        self.routes[path] = answer
+
+    def encoded(
+        self,
+        path: str,
+        body: bytes,
+        encoding: str,
+        content_type: str = "text/plain; charset=utf-8",
+        sent: threading.Event | None = None,
+    ) -> None:
+        """`body` (already compressed) sent with `Content-Encoding: encoding`; `sent` is set once it
+        is all written. A client that stops reading early is what a bomb meets: no error here."""
+
+        def answer(handler: BaseHTTPRequestHandler) -> None:
+            handler.send_response(200)
+            handler.send_header("Content-Type", content_type)
+            handler.send_header("Content-Encoding", encoding)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            try:
+                handler.wfile.write(body)
+                handler.wfile.flush()
+            except OSError:
+                pass
+            if sent is not None:
+                sent.set()
 
         self.routes[path] = answer
 
