@@ -12,12 +12,13 @@ and the attack is made as a person would make it:
 - six-pdf-bombs: the same PDF from the owner in six chats at once;
 - slow-uploads: 1,100 connections post the web view's sign-in form a byte every 5 s.
 
-A second after the attack starts, a bystander (another allowed person, in their own chat) says
-"hello". Printed per attack: the worker's peak RSS (VmHWM of the granian worker, from /proc),
-/healthz p50, p99 and worst while the attack lasts (asked every 10 ms), and how long the bystander
-waited for the answer. An attack is followed for at most `--cap` seconds (90); anything still
-waiting then is printed as "> cap". `--source` runs another checkout (a git worktree of an older
-commit) with this venv, for the before/after in one run.
+A second after the attack starts, a bystander (another allowed person, in their own chat, who
+said "hi" once before the attack so that the server is warm) says "hello". Printed per attack:
+the worker's peak RSS (VmHWM of the granian worker, from /proc), /healthz p50, p99 and worst
+while the attack lasts (asked every 10 ms), and how long the bystander waited for the answer.
+An attack is followed for at most `--cap` seconds (90); anything still waiting then is printed
+as "> cap". `--source` runs another checkout (a git worktree of an older commit) with this venv,
+for the before/after in one run.
 
 The pages are served from loopback, which web_fetch refuses in production; bench/hostile_site/
 sitecustomize.py tells the fetcher to trust loopback, as the tests do. Nothing else is patched.
@@ -158,36 +159,49 @@ class Stub:
 
 
 class Watch:
-    """Asks /healthz every POLL seconds and samples the worker's peak RSS, on threads."""
+    """Asks /healthz every POLL seconds, and samples the worker's peak RSS, each on a thread."""
 
     def __init__(self, server: AshServer):
         self.server = server
         self.samples: list[float] = []
+        self.asking: float | None = None  # when the probe in flight was sent
         self.peak_kb = 0
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._health, daemon=True)]
+        self._threads = [threading.Thread(target=f, daemon=True) for f in (self._health, self._memory)]
 
     def _health(self) -> None:
         import httpx
 
         with httpx.Client(base_url=f"http://127.0.0.1:{self.server.port}", timeout=120.0) as http:
             while not self._stop.is_set():
-                started = time.perf_counter()
+                started = self.asking = time.perf_counter()
                 with contextlib.suppress(Exception):  # a refused or dropped probe counts as slow
                     http.get("/healthz")
+                self.asking = None
                 self.samples.append(time.perf_counter() - started)
-                self.peak_kb = max(self.peak_kb, worker_peak_kb(self.server.proc.pid))
                 time.sleep(POLL)
+
+    def _memory(self) -> None:
+        # Apart from the probes: a stalled server answers none, and its memory is what grows then.
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, worker_peak_kb(self.server.proc.pid))
+            time.sleep(0.05)
 
     def __enter__(self) -> Watch:
         for thread in self._threads:
             thread.start()
         return self
 
+    def unanswered(self) -> list[float]:
+        """The probe still waiting, as a sample of how long it has waited so far (a stalled
+        server answers no probe at all: without this it would look quiet)."""
+        asking = self.asking
+        return [] if asking is None else [time.perf_counter() - asking]
+
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
         for thread in self._threads:
-            thread.join()
+            thread.join(timeout=1)
 
 
 def worker_peak_kb(supervisor: int) -> int:
@@ -259,6 +273,10 @@ def run(attack: str, cap: float, source: Path | None) -> dict:
         server = AshServer(home, env, name=attack).start()
         stop = threading.Event()
         try:
+            # A first exchange, so that what follows measures the attack, not the first turn's imports.
+            warmed = time.perf_counter()
+            assert server.post_update(private_text(90_000, "hi", BYSTANDER)).status_code == 200
+            wait_for(lambda: stub.answered(BYSTANDER, warmed), warmed + 120)
             with Watch(server) as watch:
                 time.sleep(1.0)
                 quiet = list(watch.samples)
@@ -266,11 +284,13 @@ def run(attack: str, cap: float, source: Path | None) -> dict:
                 targets = start_attack(attack, server, stub, pages, stop)
                 time.sleep(1.0)
                 asked = time.perf_counter()
-                assert server.post_update(private_text(90_001, "hello", BYSTANDER)).status_code == 200
-                bystander = wait_for(lambda: stub.answered(BYSTANDER, asked), asked + cap)
+                if delivered(server, private_text(90_001, "hello", BYSTANDER)):
+                    bystander = wait_for(lambda: stub.answered(BYSTANDER, asked), asked + cap)
+                else:
+                    bystander = None  # the webhook itself did not answer: the service was down
                 done = [wait_for(lambda chat=chat: stub.answered(chat, started), started + cap) for chat in targets]
                 stop.set()
-                during = watch.samples[len(quiet) :]
+                during = watch.samples[len(quiet) :] + watch.unanswered()
             return {
                 "attack": attack,
                 "peak_mb": watch.peak_kb / 1024,
@@ -278,7 +298,7 @@ def run(attack: str, cap: float, source: Path | None) -> dict:
                 "p99": sorted(during)[int(0.99 * (len(during) - 1))] * 1000,
                 "worst": max(during) * 1000,
                 "bystander": None if bystander is None else bystander - asked,
-                "attack_done": None if None in done else max(done) - started,
+                "attack_done": None if None in done or not done else max(done) - started,
             }
         finally:
             stop.set()
@@ -304,8 +324,16 @@ def start_attack(attack: str, server: AshServer, stub: Stub, pages: PageServer, 
     else:
         threading.Thread(target=trickle, args=(server.port, stop), daemon=True).start()
         return []
-    assert server.post_update(private_text(100, f"please read {url}", OWNER)).status_code == 200
+    delivered(server, private_text(100, f"please read {url}", OWNER))
     return [OWNER]
+
+
+def delivered(server: AshServer, update: dict) -> bool:
+    """Whether the webhook took the update (within the client's 30 s), as Telegram would see it."""
+    try:
+        return server.post_update(update).status_code == 200
+    except Exception:
+        return False
 
 
 def wait_for(check, deadline: float) -> float | None:
