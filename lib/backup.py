@@ -50,6 +50,9 @@ def backup_to(db_path: Path, target: Path, *, overwrite: bool = False) -> Path:
         raise BackupError(f"there is no database at {db_path} to back up")
     if target.is_dir():
         target = target / f"ash-{stamp()}.db"
+    if not target.parent.is_dir():
+        # A mistyped folder is more likely than a wish for a new one: say so, create nothing.
+        raise BackupError(f"the folder {target.parent} does not exist; create it first, or choose another path")
     if target.exists() and not overwrite:
         raise BackupError(f"{target} already exists; choose another path or pass --force to overwrite it")
     if target.resolve() == db_path.resolve():

@@ -14,11 +14,11 @@ import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
 from lib.commands.common import open_db, settings_or_exit
+from lib.commands.common import webhook_url as checked_webhook_url
 from lib.commands.init_files import environment, read_secrets, update_config, write_secrets
 from lib.config import Config, Settings
 from lib.errors import InvalidToken, InvalidUserEntry, TelegramError
@@ -46,20 +46,6 @@ def _owner_id(text: str) -> int | None:
     if entry.startswith("@"):
         raise click.BadParameter("the owner is given by numeric id (a username can change hands)")
     return int(entry)
-
-
-def _webhook_url(text: str) -> str | None:
-    """An https URL for Telegram to deliver to (blank: none); a bare origin gets the webhook's path."""
-    from lib.telegram.relay import WEBHOOK_PATH
-
-    url = text.strip()
-    if not url:
-        return None
-    if not url.startswith("https://"):
-        raise click.BadParameter(
-            f"Telegram delivers only to https:// URLs, got {url!r} (no public URL? leave it out and run `ash relay`)"
-        )
-    return url.rstrip("/") + WEBHOOK_PATH if urlsplit(url).path in ("", "/") else url
 
 
 def _checked(check: Callable[[str], object]):
@@ -154,7 +140,7 @@ def _webhook(
             "Public https URL Telegram delivers to (blank: none, then run `ash relay`)",
             default=current,
             show_default=bool(current),
-            value_proc=_webhook_url,
+            value_proc=checked_webhook_url,
         )
         asked = (webhook_url or "") != current
     target = webhook_url or current
@@ -214,7 +200,7 @@ def _verdict(values: dict[str, str]) -> None:
 @click.option(
     "--webhook-url",
     default=None,
-    callback=_checked(_webhook_url),
+    callback=_checked(checked_webhook_url),
     help="The public https URL Telegram delivers to (.../telegram/webhook). None? Leave it out and run `ash relay`.",
 )
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None, help="The model provider that answers.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lib.commands.common import open_db, settings_or_exit
+from lib.commands.common import open_db, settings_or_exit, user_option
 
 
 @click.group()
@@ -13,7 +13,7 @@ def mcp() -> None:
 
 
 @mcp.command("serve")
-@click.option("--user", "user_id", required=True, help="Telegram user id whose memory to serve.")
+@user_option("Telegram user id whose memory to serve.", required=True)
 @click.option("--read-only", is_flag=True, help="Offer only the reading tools.")
 def serve(user_id: str, read_only: bool) -> None:
     """Serve one person's memory over stdin/stdout (for a local MCP client)."""
@@ -32,7 +32,7 @@ def token() -> None:
 
 
 @token.command("create")
-@click.option("--user", "user_id", required=True, help="Telegram user id the token acts for.")
+@user_option("Telegram user id the token acts for.", required=True)
 @click.option("--name", default=None, help="A name for the client (audit log, token list).")
 @click.option("--read-only", is_flag=True, help="Only the reading tools (recall, list, search, export).")
 @click.option("--expires", "expires_days", type=click.FloatRange(min=0, min_open=True), help="Days until it expires.")
@@ -40,8 +40,6 @@ def token_create(user_id: str, name: str | None, read_only: bool, expires_days: 
     """Make a token; it is printed once, alone on the last line, and never stored."""
     from lib.mcp import tokens
 
-    if not user_id.isdigit():
-        raise click.ClickException(f"--user: a Telegram user id is a number, got {user_id!r}")
     settings = settings_or_exit()
     conn = open_db(settings)
     text, token_id = tokens.create(

@@ -16,7 +16,7 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@click.option("--user", "user_id", default=None, help="Only sessions this user started or wrote in.")
+@user_option("Only sessions this user started or wrote in.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 def sessions_list(user_id: str | None, limit: int) -> None:
     """List sessions, most recently active first."""
@@ -54,7 +54,7 @@ def sessions_search(query: str, user_id: str | None, limit: int) -> None:
 
 
 @sessions.command("export")
-@click.option("--user", "user_id", default=None, help="Only this user's data (default: everyone's).")
+@user_option("Only this user's data (default: everyone's).")
 @click.option("--session", "session_id", type=int, default=None, help="Only this session and its messages.")
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="File (default: stdout)."

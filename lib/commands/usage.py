@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from lib.commands.common import open_db, settings_or_exit
+from lib.commands.common import open_db, settings_or_exit, user_option
 
 
 @click.command()
 @click.option("--days", type=click.IntRange(min=1), default=30, show_default=True, help="How many days back.")
-@click.option("--user", "user_id", default=None, help="Only this user id.")
+@user_option("Only this user id.")
 def usage(days: int, user_id: str | None) -> None:
     """Show LLM calls, input and output tokens and cost per day (UTC) and user."""
     from lib.agent.usage import daily_totals

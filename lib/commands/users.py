@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lib.commands.common import open_db, settings_or_exit
+from lib.commands.common import USER_ID, open_db, settings_or_exit
 from lib.errors import InvalidUserEntry, OwnerProtected
 
 
@@ -23,7 +23,11 @@ def _entry(entry: str) -> str:
         raise click.ClickException(str(exc)) from None
 
 
-@users.command("allow")
+# A group's id is negative: without this, click would read `-100123` as an unknown option.
+ENTRY = {"context_settings": {"ignore_unknown_options": True}}
+
+
+@users.command("allow", **ENTRY)
 @click.argument("entry")
 def users_allow(entry: str) -> None:
     """Allow a Telegram user by numeric id or @username (effective at once, no restart)."""
@@ -44,7 +48,7 @@ def users_allow(entry: str) -> None:
         click.echo(f"allowed {done.entry}" if done.added else f"{done.entry} was already allowed")
 
 
-@users.command("deny")
+@users.command("deny", **ENTRY)
 @click.argument("entry")
 def users_deny(entry: str) -> None:
     """Take access away from a user by numeric id or @username; what Ash knows about them is kept,
@@ -74,7 +78,7 @@ def users_deny(entry: str) -> None:
 
 
 @users.command("show")
-@click.argument("user_id", required=False)
+@click.argument("user_id", required=False, type=USER_ID)
 def users_show(user_id: str | None) -> None:
     """List allowed users, or show one user's profile."""
     from lib.memory.store import get_profile
@@ -109,6 +113,13 @@ def users_show(user_id: str | None) -> None:
     click.echo(profile.notes or "  (none)")
 
 
+@users.command("list")
+@click.pass_context
+def users_list(ctx: click.Context) -> None:
+    """List the owner, allowed and denied users (the same as `ash users show` without an id)."""
+    ctx.invoke(users_show, user_id=None)
+
+
 @users.command("notes")
 @click.argument("user_id")
 @click.argument("text", required=False)
@@ -132,15 +143,12 @@ def users_notes(user_id: str, text: str | None) -> None:
 
 
 @users.command("timezone")
-@click.argument("user_id")
+@click.argument("user_id", type=USER_ID)
 @click.argument("zone")
 def users_timezone(user_id: str, zone: str) -> None:
     """Set the time zone (an IANA name such as Europe/Berlin) a user's dates are shown in."""
     from lib.memory.store import set_timezone
 
-    user_id = _entry(user_id)
-    if user_id.startswith("@"):
-        raise click.ClickException("give the user's numeric id (`ash users show` lists them)")
     settings = settings_or_exit()
     conn = open_db(settings)
     try:

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from lib.commands.common import settings_or_exit
+from lib.commands.common import settings_or_exit, webhook_url
 from lib.config import Settings
 from lib.errors import TelegramError
 
@@ -38,11 +38,13 @@ def webhook() -> None:
 
 
 @webhook.command("set")
-@click.argument("url")
+@click.argument("url", callback=lambda _ctx, _param, value: webhook_url(value))
 @click.option("--drop-pending", is_flag=True, help="Discard updates Telegram has queued for the bot.")
 def webhook_set(url: str, drop_pending: bool) -> None:
-    """Point Telegram at URL (the full https URL ending in /telegram/webhook) with the secret,
-    and set the bot's command menu."""
+    """Point Telegram at URL with the secret, and set the bot's command menu.
+
+    URL is the public https URL of the webhook; a bare origin (https://ash.example.com) gets
+    /telegram/webhook appended, as `ash init` does."""
     from lib.telegram.client import ALLOWED_UPDATES
     from lib.telegram.menu import set_command_menu
 
@@ -53,8 +55,6 @@ def webhook_set(url: str, drop_pending: bool) -> None:
             "TELEGRAM_WEBHOOK_SECRET is not set; the server refuses every update without it. "
             "Set it (e.g. `openssl rand -hex 32`) here and on the server, then run this again"
         )
-    if not url.startswith("https://"):
-        raise click.ClickException(f"Telegram only delivers to https:// URLs, got {url!r}")
     _run(settings, lambda tg: tg.set_webhook(url, secret, drop_pending_updates=drop_pending))
     click.echo(f"webhook set: {url} (updates: {', '.join(ALLOWED_UPDATES)})")
     commands = _run(settings, set_command_menu)

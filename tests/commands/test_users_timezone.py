@@ -36,7 +36,8 @@ def test_unknown_zones_and_usernames_are_refused(db_path):
     unknown = run("users", "timezone", "2002", "Mars/Olympus_Mons")
     assert unknown.exit_code == 1 and "IANA name such as Europe/Berlin" in unknown.output
     assert run("users", "timezone", "2002", "../../etc/passwd").exit_code == 1
+    # A person is given by numeric id everywhere in the CLI (a username can change hands).
     by_name = run("users", "timezone", "@alice", "UTC")
-    assert by_name.exit_code == 1 and "numeric id" in by_name.output
-    assert run("users", "timezone", "12 345", "UTC").exit_code == 1
+    assert by_name.exit_code == 2 and "not a Telegram user id" in by_name.output
+    assert run("users", "timezone", "12 345", "UTC").exit_code == 2
     assert profile_of(db_path, "2002") is None

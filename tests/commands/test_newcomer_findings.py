@@ -1,0 +1,86 @@
+"""What a newcomer tripped over in the CLI, each as it happened to them (issue: the product pass).
+
+- `ash webhook set https://ash.example.com` registered the bare origin; `ash init` appends the path.
+- `--user abc` was accepted by some commands (`ash memory list` answered "no entries for user
+  abc") and refused by others; a group's negative id too.
+- `ash users allow -100123` said "No such option '-1'".
+- `ash users list` did not exist (it is `show`).
+- `ash backup /nonexistent/dir/x.db` created the folder.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+import httpx
+import pytest
+import respx
+from click.testing import CliRunner
+
+from lib.commands.cli import cli
+from lib.commands.common import USER_ID
+from tests.support.telegram import API, SECRET, TOKEN, load
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_webhook_set_with_a_bare_origin_registers_the_webhook_path(db_path, monkeypatch):
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("TELEGRAM_API_BASE", API)
+    with respx.mock() as router:
+        route = router.post(f"{API}/bot{TOKEN}/setWebhook").mock(
+            return_value=httpx.Response(200, json=load("setWebhook_ok_webhook_was_set.json"))
+        )
+        router.post(f"{API}/bot{TOKEN}/setMyCommands").mock(return_value=httpx.Response(200, json={"ok": True}))
+        result = run("webhook", "set", "https://ash.example.com/")
+    assert result.exit_code == 0, result.output
+    assert json.loads(route.calls.last.request.content)["url"] == "https://ash.example.com/telegram/webhook"
+    refused = run("webhook", "set", "http://ash.example.com")
+    assert refused.exit_code == 2 and "https://" in refused.output
+
+
+def _user_options(group: click.Group, ctx: click.Context, path: tuple[str, ...] = ()):
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            yield from _user_options(command, ctx, (*path, name))
+        for param in command.params:
+            if "--user" in getattr(param, "opts", ()):
+                yield " ".join((*path, name)), param
+
+
+def test_every_user_option_takes_the_same_kind_of_id():
+    found = dict(_user_options(cli, click.Context(cli)))
+    assert {"memory list", "usage", "sessions list", "mcp token create", "schedule add"} <= set(found)
+    loose = [name for name, param in found.items() if param.type is not USER_ID]
+    assert loose == []
+
+
+@pytest.mark.parametrize("args", [["memory", "list"], ["usage"], ["sessions", "export"], ["schedule", "list"]])
+@pytest.mark.parametrize(("given", "why"), [("abc", "not a Telegram user id"), ("-100123", "group or channel id")])
+def test_a_user_option_that_is_no_persons_id_is_refused_with_the_reason(db_path, args, given, why):
+    result = run(*args, "--user", given)
+    assert result.exit_code == 2 and why in result.output
+
+
+def test_allowing_a_group_id_says_why_not(db_path):
+    result = run("users", "allow", "-100123")
+    assert result.exit_code == 1 and "is a group or channel id" in result.output
+
+
+def test_users_list_lists(db_path, monkeypatch):
+    assert run("users", "allow", "12345").exit_code == 0
+    listed = run("users", "list")
+    assert listed.exit_code == 0 and "12345" in listed.output
+    assert listed.output == run("users", "show").output
+
+
+def test_a_backup_into_a_folder_that_does_not_exist_creates_nothing(db_path, tmp_path):
+    target = tmp_path / "no" / "such" / "x.db"
+    result = run("backup", str(target))
+    assert result.exit_code == 1 and "does not exist" in result.output
+    assert not (tmp_path / "no").exists()
