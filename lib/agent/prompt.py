@@ -36,14 +36,32 @@ GROUP_RULE = (
 )
 
 
+# Notes for whoever edits a workspace file (the template's hints in USER.md): never sent.
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
 def read_workspace_file(workspace: Path, name: str) -> str:
-    """A workspace Markdown file's text, or '' when it does not exist."""
+    """A workspace Markdown file's text without its `<!-- -->` comments, or '' when it does not
+    exist or says nothing but headings (an unfilled template is not sent to the model)."""
     path = workspace / name
     try:
-        return path.read_text(encoding="utf-8").strip()
+        text = _COMMENT.sub("", path.read_text(encoding="utf-8")).strip()
     except FileNotFoundError:
         log.debug("%s not found; left out of the prompt", path)
         return ""
+    if all(line.startswith("#") for line in text.splitlines() if line.strip()):
+        return ""
+    return text
+
+
+def tools_section(tools: list[tuple[str, str]]) -> str:
+    """The tools offered in this turn, named with the first sentence of each description: the
+    prompt never promises a tool the turn does not have (bash without a Docker engine, web
+    search without a key) and never leaves out one it has."""
+    if not tools:
+        return "## Tools\nNo tools are available in this conversation."
+    lines = [f"- **{name}**: {description.split('. ')[0].rstrip('.')}." for name, description in tools]
+    return "## Tools you can call now\n" + "\n".join(lines)
 
 
 def is_owner(settings: Settings, turn: TurnInput) -> bool:
@@ -120,14 +138,17 @@ def build_system_prompt(
     retrieved: list[SearchResult],
     summary: str | None = None,
     now: datetime | None = None,
+    tools: list[tuple[str, str]] | None = None,
 ) -> str:
-    """The whole system prompt for one turn.
+    """The whole system prompt for one turn (`tools`: (name, description) of those offered).
 
     In a group the owner's USER.md and the asker's profile notes stay out: they are private,
     and everyone in the group reads the answer (lib/memory/scope.py)."""
     workspace = settings.workspace
     group = is_group(turn.chat_type)
     sections = [read_workspace_file(workspace, "SOUL.md") or DEFAULT_SOUL]
+    if tools is not None:
+        sections.append(tools_section(tools))
     tools_text = read_workspace_file(workspace, "TOOLS.md")
     if tools_text:
         sections.append(tools_text)

@@ -84,12 +84,20 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
         retrieved = []
     in_window = {m.id for m in loaded}
     retrieved = [r for r in retrieved if not (r.source_type == "message" and r.id in in_window)]
-    system = build_system_prompt(settings, turn, profile=profile, retrieved=retrieved, summary=session.summary)
+    tools = offered_tools(runtime)
+    system = build_system_prompt(
+        settings,
+        turn,
+        profile=profile,
+        retrieved=retrieved,
+        summary=session.summary,
+        tools=[(tool.name, tool.description) for tool in tools],
+    )
     budget = history_budget(memory, system, turn.text)
     history = select_history(loaded, budget=budget, recency_window=memory.recency_window)
     preset = chat_preset(conn, settings, turn.provider, turn.chat_id)
     sources_id, count = _record_sources(conn, turn, session.id, retrieved, prompt_notes(profile, turn))
-    return _Prepared(session, system, history, retrieved, preset, offered_tools(runtime), sources_id, count)
+    return _Prepared(session, system, history, retrieved, preset, tools, sources_id, count)
 
 
 def _record_sources(

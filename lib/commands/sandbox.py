@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -110,11 +111,20 @@ def status() -> None:
         client.close()
 
 
+def as_command_line(words: tuple[str, ...]) -> str:
+    """The shell command line COMMAND stands for: one word as it is, several quoted one by one
+    (joining them with spaces split `sh -c 'echo one two'` into `sh -c echo one two`)."""
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
 @sandbox.command("exec")
 @click.argument("command", nargs=-1, required=True)
 @click.option("--chat", default=None, help="Telegram chat id whose sandbox and /workspace to use (default: a CLI one).")
 def exec_(command: tuple[str, ...], chat: str | None) -> None:
-    """Run COMMAND in a sandbox as the bash tool would, e.g. `ash sandbox exec -- ls -la`."""
+    """Run COMMAND in a sandbox as the bash tool would, e.g. `ash sandbox exec -- ls -la`.
+
+    One argument is a shell command line, as the bash tool gets it (`ash sandbox exec 'ls | wc -l'`);
+    several are the words of one command, each kept whole (`ash sandbox exec -- sh -c 'echo one two'`)."""
     from lib.sandbox.container import Sandbox
     from lib.sandbox.layout import chat_key
     from lib.sandbox.output import describe
@@ -123,7 +133,7 @@ def exec_(command: tuple[str, ...], chat: str | None) -> None:
     box = Sandbox(settings.config.sandbox, client=_client(timeout=settings.config.sandbox.timeout + 30))
     key = chat_key("telegram", chat) if chat else chat_key("cli", "local")
     try:
-        result = box.run_sync(key, " ".join(command))
+        result = box.run_sync(key, as_command_line(command))
     except DockerError as exc:
         raise click.ClickException(exc.message) from None
     finally:

@@ -57,7 +57,7 @@ UNREAD_CONTENT = {
     "animation": "I can't watch GIFs yet; please describe it in text.",
     "live_photo": "I can't open live photos yet; please send it as an ordinary photo.",
     "paid_media": "I can't open paid media; please describe it in text.",
-    "sticker": "Nice sticker! I can only read text and photos for now.",
+    "sticker": "Nice sticker! I can't see stickers; tell me in words, or send a photo, a voice note or a file.",
     "story": "I can't watch stories yet; please tell me about it in text.",
     "video": "I can't watch videos yet; please describe it in text.",
     "checklist": "I can't read checklists yet; please paste the items as text.",

@@ -205,6 +205,9 @@ def test_cli_exec_runs_a_command_and_returns_its_exit_code(docker_client):
         assert "hello from 1000" in ok.output
         failed = CliRunner().invoke(cli, ["sandbox", "exec", "--", "exit 4"])
         assert failed.exit_code == 4
+        # Several words are one command's words, each kept whole (they were joined and split again).
+        words = CliRunner().invoke(cli, ["sandbox", "exec", "--", "sh", "-c", "echo one two"])
+        assert words.exit_code == 0 and "one two" in words.output
         status = CliRunner().invoke(cli, ["sandbox", "status"])
         assert status.exit_code == 0
         assert "ash-sandbox-cli-local  running" in status.output

@@ -92,10 +92,11 @@ def usage(conn: apsw.Connection, *, days: int = 30, today: datetime | None = Non
                 "calls": r["calls"] if r else 0,
             }
         )
-    top = max((d["cost"] for d in series), default=0.0) or 1.0
+    top = max((d["cost"] for d in series), default=0.0)
+    scale = top or 1.0  # the bars' scale; the page says the real top, $0 when nothing cost anything
     slot = CHART_WIDTH / days
     for index, d in enumerate(series):
-        height = round(d["cost"] / top * (CHART_HEIGHT - 20), 1)
+        height = round(d["cost"] / scale * (CHART_HEIGHT - 20), 1)
         d.update(
             x=round(index * slot + 2, 1), width=round(slot - 4, 1), height=height, y=round(CHART_HEIGHT - height, 1)
         )
