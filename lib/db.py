@@ -81,10 +81,25 @@ def create_private(path: Path) -> None:
 
     The database holds people's conversations: it, its backups and its pre-migration copies
     are created 0600 whatever the umask (SQLite gives its -wal and -shm files the database
-    file's permissions)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    file's permissions). A folder made for it is the owner's only too (0700)."""
+    make_private_dir(path.parent)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+def make_private_dir(path: Path) -> None:
+    """Create the folder `path` (and its parents) if missing; the folder itself 0700, since it
+    holds the database and secrets.env (an existing folder keeps its mode: it is the user's)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner only (0600) from the first byte: an export
+    holds people's conversations."""
+    descriptor = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file being overwritten gets the same protection
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 class ThreadCrossing(RuntimeError):

@@ -34,12 +34,20 @@ async def _plain_line(session: ChatSession, line: str, answer_prefix: str = "") 
     return True
 
 
+def ask(prompt: str) -> str:
+    """The next input line. The prompt is for someone typing at a terminal: it goes to stderr, and
+    only then, so `ash chat < questions.txt > answers.txt` gets answers and nothing else."""
+    if sys.stdin.isatty():
+        click.echo(prompt, nl=False, err=True)
+    return input()
+
+
 async def _plain_choice(session: ChatSession, answer: CommandAnswer) -> None:
     """Offer a command's buttons as numbered choices read from the next input line."""
     for number, button in enumerate(answer.buttons, 1):
         click.echo(f"  {number}. {button.label}")
     try:
-        choice = input(f"choose 1-{len(answer.buttons)}> ").strip()
+        choice = ask(f"choose 1-{len(answer.buttons)}> ").strip()
     except EOFError:
         choice = ""
     if choice.isdigit() and 1 <= int(choice) <= len(answer.buttons):
@@ -52,14 +60,15 @@ async def _plain_loop(session: ChatSession) -> None:
     """Read lines until end of input or an exit word, answering each."""
     while True:
         try:
-            line = input("you> ").strip()
+            line = ask("you> ").strip()
         except EOFError:
-            click.echo()
+            if sys.stdin.isatty():
+                click.echo(err=True)  # end the prompt's line
             return
         if line in EXIT_WORDS:
             return
         if line:
-            await _plain_line(session, line, answer_prefix="ash> ")
+            await _plain_line(session, line, answer_prefix="ash> " if sys.stdout.isatty() else "")
 
 
 async def _session(settings: Settings, user_id: str, message: str | None, interactive: bool) -> bool:

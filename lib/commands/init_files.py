@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lib.config import Config, parse_config
+from lib.db import make_private_dir
 
 NEW_CONFIG_HEADER = (
     "# Ash's configuration, written by `ash init` (run it again to change these).\n"
@@ -72,7 +73,7 @@ def update_config(path: Path, changes: dict[tuple[str | None, str], str | int]) 
     for (section, key), value in changes.items():
         text = set_key(text, section, key, value)
     config = parse_config(text, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     path.write_text(text, encoding="utf-8")
     return config
 
@@ -95,7 +96,7 @@ def write_secrets(path: Path, values: dict[str, str]) -> None:
     body = SECRETS_HEADER + "".join(
         f"{name}={value if _BARE.fullmatch(value) else shlex.quote(value)}\n" for name, value in values.items()
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)  # a leftover could carry looser permissions; O_EXCL makes a fresh one

@@ -71,12 +71,17 @@ def schedule_add(
     from lib.schedule import describe, store
     from lib.schedule.times import parse_at, parse_timing
     from lib.schedule.times import zone as zone_named
-    from lib.telegram.access import chat_state
+    from lib.telegram.access import chat_state, still_allowed
 
     settings = settings_or_exit()
     user = resolve_user(settings, user_id)
     conn = open_db(settings)
     try:
+        if not still_allowed(conn, settings, user):
+            raise click.ClickException(
+                f"user {user} may not talk to Ash, so a task of theirs would never run; "
+                f"allow them first (`ash users allow {user}`), or check the id (`ash users list`)"
+            )
         now = time.time()
         tz = zone_named(zone) if zone else store.zone_for(conn, settings, user)
         chat = chat_id or user

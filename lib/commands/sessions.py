@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from lib.commands.common import open_db, resolve_user, settings_or_exit, user_option
+from lib.db import write_private_text
 
 
 @click.group()
@@ -75,5 +76,5 @@ def sessions_export(user_id: str | None, session_id: int | None, output: Path | 
     if output is None:
         click.echo(text)
     else:
-        output.write_text(text + "\n", encoding="utf-8")
+        write_private_text(output, text + "\n")
         click.echo(f"wrote {output}", err=True)

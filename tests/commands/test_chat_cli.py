@@ -61,6 +61,8 @@ def test_interactive_loop_answers_each_line_until_exit(configured, httpx2_mock):
     assert result.exit_code == 0
     assert result.output.count("Hello there!") == 2
     assert "Started a new conversation." in result.output
+    # Piped, the output is the answers only: no `you> ` prompts and no `ash> ` marks in it.
+    assert "you>" not in result.output and "ash>" not in result.output
     # /new closed the session: the second turn starts without the first exchange.
     assert [m["content"][0]["text"] for m in request_json(route.calls.last)["messages"]] == ["hello again"]
 

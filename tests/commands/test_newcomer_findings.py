@@ -84,3 +84,23 @@ def test_a_backup_into_a_folder_that_does_not_exist_creates_nothing(db_path, tmp
     result = run("backup", str(target))
     assert result.exit_code == 1 and "does not exist" in result.output
     assert not (tmp_path / "no").exists()
+
+
+def test_an_export_and_the_data_folder_are_the_owners_only(clean_env, tmp_path):
+    # The data folder is created by the first command that needs it (here: the database).
+    assert not clean_env.exists()
+    assert run("users", "allow", "12345").exit_code == 0
+    assert clean_env.stat().st_mode & 0o777 == 0o700
+    out = tmp_path / "export.json"
+    out.write_text("old, world-readable")
+    out.chmod(0o644)
+    result = run("sessions", "export", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_mode & 0o777 == 0o600 and '"sessions"' in out.read_text()
+
+
+def test_a_task_for_someone_not_allowed_is_refused(db_path):
+    refused = run("schedule", "add", "--at", "in 1 hour", "--user", "424242", "water the plants")
+    assert refused.exit_code == 1 and "ash users allow 424242" in refused.output
+    assert run("users", "allow", "424242").exit_code == 0
+    assert run("schedule", "add", "--at", "in 1 hour", "--user", "424242", "water the plants").exit_code == 0
