@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
+from lib.commands import relay_state
 from lib.commands.doctor_result import Check
 from lib.config import DEFAULT_TELEGRAM_API_BASE, LLMConfig, Settings
 
@@ -81,12 +82,15 @@ async def telegram_checks(settings: Settings) -> list[Check]:
             info = await client.get_webhook_info()
         except TelegramError as exc:
             return [token, Check("webhook", "fail", f"getWebhookInfo failed: {exc.message}", "run `ash doctor` again")]
-    return [token, webhook_check(info, time.time())]
+    return [token, webhook_check(info, time.time(), relay=relay_state.read(settings.home))]
 
 
-def webhook_check(info: dict, now: float) -> Check:
-    """The registered URL is Ash's webhook path; pending updates and the last delivery error."""
+def webhook_check(info: dict, now: float, relay: dict | None = None) -> Check:
+    """The registered URL is Ash's webhook path; pending updates and the last delivery error.
+    Without one, `ash relay`'s heartbeat ($ASH_HOME/relay.json) says whether it delivers instead."""
     url = info.get("url") or ""
+    if not url and relay is not None:
+        return relay_check(relay, now)
     if not url:
         return Check(
             "webhook",
@@ -111,6 +115,21 @@ def webhook_check(info: dict, now: float) -> Check:
     # With nothing pending the error is history (Telegram keeps the last one); with updates
     # waiting, deliveries are failing now.
     return Check("webhook", "fail" if pending else "warn", detail, delivery_hint(error, parts))
+
+
+def relay_check(relay: dict, now: float) -> Check:
+    """No webhook, by design: `ash relay` polls Telegram and delivers to the local server."""
+    where = f"to {relay.get('url')}"
+    polled = readable_time(relay.get("polled_at"), now)
+    if relay_state.running(relay, now):
+        detail = f"none (by design): `ash relay` (pid {relay.get('pid')}) delivers {where}, last poll {polled}"
+        return Check("webhook", "ok", detail)
+    return Check(
+        "webhook",
+        "warn",
+        f"none, and `ash relay` (which delivered {where}) is not running; its last poll {polled}",
+        "start it again: `systemctl --user start ash-relay` (deploy/systemd/), or `ash relay` in a terminal",
+    )
 
 
 def delivery_hint(error: str, url: SplitResult) -> str:

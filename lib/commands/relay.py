@@ -6,6 +6,7 @@ import asyncio
 
 import click
 
+from lib.commands import relay_state
 from lib.commands.common import settings_or_exit
 from lib.config import Settings
 from lib.errors import InvalidToken, RelayStopped, TelegramError
@@ -23,7 +24,10 @@ async def _relay(settings: Settings, url: str) -> None:
         # client also hides the token in httpx's log lines, which the relay's getUpdates URLs carry.
         me = await TelegramClient(http, token, settings.secrets.telegram_api_base, retries=1).get_me()
         click.echo(f"relaying updates of @{me.get('username')} to {url} (Ctrl-C stops)", err=True)
-        await Relay(http, token, settings.secrets.telegram_api_base, url, secret).run()
+        bot = me.get("username")
+        relay = Relay(http, token, settings.secrets.telegram_api_base, url, secret)
+        relay.on_poll = lambda: relay_state.beat(settings.home, url=url, bot=bot)
+        await relay.run()
 
 
 @click.command()

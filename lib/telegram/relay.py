@@ -98,6 +98,8 @@ class Relay:
     # A local server restarting is back within seconds: retry often, never give up.
     backoff: Backoff = field(default_factory=lambda: Backoff(base=0.25, max_delay=5.0))
     sleep: Sleep = asyncio.sleep
+    # Told after each answered poll: `ash relay` keeps a heartbeat that `ash doctor` reads.
+    on_poll: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"Relay({self.webhook_url})"
@@ -106,7 +108,10 @@ class Relay:
         """Relay until stopped (cancelled, or RelayStopped for a problem the operator must fix)."""
         offset: int | None = None  # None at first: Telegram starts from its oldest unconfirmed update
         while True:
-            for update_id, body in await self._patiently("getUpdates", self._poll, offset):
+            polled = await self._patiently("getUpdates", self._poll, offset)
+            if self.on_poll is not None:
+                self.on_poll()
+            for update_id, body in polled:
                 await self._patiently(f"update {update_id}", self._deliver, update_id, body)
                 offset = update_id + 1
 

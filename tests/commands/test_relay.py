@@ -140,3 +140,29 @@ async def test_a_wrong_secret_or_url_stops_the_relay_without_skipping_anything(s
 def test_the_default_webhook_is_this_machines_server():
     assert default_webhook_url("0.0.0.0", 8080) == "http://127.0.0.1:8080/telegram/webhook"  # noqa: S104
     assert default_webhook_url("::1", 9000) == "http://[::1]:9000/telegram/webhook"
+
+
+def test_the_relay_leaves_a_heartbeat_that_the_doctor_reads(relay_env, ash_home):
+    """`ash doctor` warned "no webhook registered" for ever beside a working relay; now the relay
+    says after each poll that it runs, and the doctor reports it (or that it stopped)."""
+    import time
+
+    from lib.commands import relay_state
+    from lib.commands.doctor_remote import webhook_check
+
+    with respx.mock() as router:
+        bot_api(router, polled(raw(700)), conflict(ANOTHER_POLLER))
+        router.post(WEBHOOK).respond(200, json={"ok": True})
+        CliRunner().invoke(cli, ["relay"])
+    state = relay_state.read(ash_home)
+    assert state["url"] == WEBHOOK and state["bot"] == "ash_bot"
+    assert (ash_home / relay_state.STATE_FILE).stat().st_mode & 0o777 == 0o600
+
+    no_webhook = {"url": "", "pending_update_count": 0}
+    now = state["polled_at"] + 30
+    running = webhook_check(no_webhook, now, relay=state)
+    assert running.status == "ok" and "`ash relay`" in running.detail and WEBHOOK in running.detail
+    stopped = webhook_check(no_webhook, now + relay_state.FRESH_SECONDS, relay=state)
+    assert stopped.status == "warn" and "not running" in stopped.detail and "systemctl --user start" in stopped.hint
+    never = webhook_check(no_webhook, time.time(), relay=None)
+    assert never.status == "warn" and "none registered" in never.detail
