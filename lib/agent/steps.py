@@ -59,7 +59,7 @@ OUTPUT_KINDS = {"web_fetch": "a web page", "web_search": "web search results", "
 _FRAME_TAG = re.compile(r"<\s*/?\s*tool_output\b[^>]*>", re.IGNORECASE)
 
 
-def _as_data(name: str, output: str) -> str:
+def as_data(name: str, output: str) -> str:
     """Tool output wrapped as data (see prompt.DATA_RULE): no tag inside it can end the frame early
     or open a new one, so nothing it says can pose as Ash's own words."""
     safe = _FRAME_TAG.sub(lambda tag: "&lt;" + tag.group(0)[1:], output)
@@ -140,7 +140,7 @@ async def _run_tool(loop: Loop, use: ToolUseBlock) -> tuple[ToolResultBlock, Too
                 log.exception("tool %s failed", use.name)
                 result = ToolResult(f"The tool failed: {type(exc).__name__}: {exc}", is_error=True)
     await record_run(loop, use, result, monotonic_ms() - started)
-    return ToolResultBlock(use.id, _as_data(use.name, result.output), is_error=result.is_error), result
+    return ToolResultBlock(use.id, as_data(use.name, result.output), is_error=result.is_error), result
 
 
 async def record_run(loop: Loop, use: ToolUseBlock, result: ToolResult, duration_ms: int = 0) -> None:
@@ -162,7 +162,7 @@ async def _not_run(loop: Loop, use: ToolUseBlock, why: str) -> ToolResultBlock:
     """A call that does not run still gets a result (the model APIs reject a call without one)."""
     result = ToolResult(why, is_error=True)
     await record_run(loop, use, result)
-    return ToolResultBlock(use.id, _as_data(use.name, why), is_error=True)
+    return ToolResultBlock(use.id, as_data(use.name, why), is_error=True)
 
 
 async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> ApprovalRequest | None:

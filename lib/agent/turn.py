@@ -18,7 +18,7 @@ from lib.agent.contract import OutputSink, SourcesShown, ToolWatcher, TurnInput,
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
-from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, _as_data, go_on
+from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, go_on
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
 from lib.memory import api as memory_api
@@ -31,7 +31,7 @@ from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext
 
 # Kept importable from here, where they were first (tests, callers).
-__all__ = ["BUDGET_SPENT", "CUT_NOTICES", "REFUSED", "STEP_LIMIT", "_as_data", "run_turn"]
+__all__ = ["BUDGET_SPENT", "CUT_NOTICES", "REFUSED", "STEP_LIMIT", "run_turn"]
 
 log = logging.getLogger("ash.agent")
 
