@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from lib.agent.approval import MCP_SEPARATOR, ApprovalRequest, Approvals, approval_reason, output_is_outside
-from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
+from lib.agent.approval import MCP_SEPARATOR, approval_reason, output_is_outside
+from lib.agent.contract import ApprovalRequest, Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import TurnState
 from lib.db import monotonic_ms
 from lib.errors import ChannelError, LLMError, user_message

@@ -13,8 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lib.agent.approval import Approvals
-from lib.agent.contract import OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
+from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name

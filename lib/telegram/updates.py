@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from lib.agent.contract import TurnInput, TurnResult
+from lib.agent import TurnInput, TurnResult
 from lib.errors import BadRequest, Forbidden, InvalidToken, TelegramError
 from lib.inbox import queue as inbox
 from lib.inbox.worker import STOP_REQUESTED, InboxWorker, Permanent
@@ -541,10 +541,10 @@ class TelegramUpdates:
     async def sweep(self) -> None:
         """Periodic work (the inbox worker's sweep): Run / Deny requests whose time ran out are
         not run; a scheduled task's run that waited on one is reported skipped."""
-        from lib.agent.pending import any_expired
+        from lib.agent import any_action_expired
 
         # The approval machinery loads only when a request has run out (not at every start).
-        if self.answering and await self._db(any_expired):
+        if self.answering and await self._db(any_action_expired):
             await self.approvals.expire()
 
 

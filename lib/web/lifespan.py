@@ -31,7 +31,7 @@ from lib.runtime import Runtime, Warmup
 from lib.web.state import Services
 
 if TYPE_CHECKING:
-    from lib.agent.contract import TurnInput, TurnResult
+    from lib.agent import TurnInput, TurnResult
     from lib.telegram.sink import TelegramSink
     from lib.telegram.updates import Runner
 
@@ -95,7 +95,7 @@ def start_warmup(runtime: Runtime) -> None:
     """Load what the first turn needs on a thread of its own; turns wait for it (`runtime.ready`)."""
 
     def prepare() -> None:
-        from lib.agent.models import warm_models
+        from lib.agent import warm_models
 
         _ = runtime.http  # the shared HTTP client (its CA bundle takes ~50 ms to load)
         warm_models(runtime)
@@ -141,7 +141,7 @@ def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
     """How memory asks a model for text: the router, with usage recorded (imported on first use)."""
 
     async def complete(**kwargs) -> str:
-        from lib.agent.models import complete_text
+        from lib.agent import complete_text
 
         return await complete_text(runtime, **kwargs)
 

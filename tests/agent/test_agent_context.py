@@ -7,9 +7,8 @@ import json
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
+from lib.agent import TurnInput, run_turn
 from lib.agent.history import select_history
-from lib.agent.turn import run_turn
 from lib.db import rows
 from lib.memory import store
 from lib.memory.store import StoredMessage

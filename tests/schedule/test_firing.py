@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lib.agent.contract import TurnResult
+from lib.agent import TurnResult
 from lib.db import connect, now_iso
 from lib.errors import Rejected
 from lib.inbox import queue

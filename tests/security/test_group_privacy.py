@@ -11,8 +11,7 @@ import json
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, run_turn
 from lib.config import load_settings
 from lib.db import connect, rows
 from lib.memory import api as memory_api

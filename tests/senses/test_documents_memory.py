@@ -5,7 +5,7 @@ rest by /forget."""
 
 from __future__ import annotations
 
-from lib.agent.contract import TurnInput
+from lib.agent import TurnInput
 from lib.agent.prompt import build_system_prompt
 from lib.db import connect, rows
 from lib.memory import index, knowledge
