@@ -111,7 +111,7 @@ def sentence(i: int) -> str:
 def fill(db_path: Path, target: int, settings) -> None:
     """Grow the user's history to `target` messages through the real write path, in batches."""
     from lib.memory import store
-    from lib.memory.index import index_messages
+    from lib.memory.search.index import index_messages
 
     conn = connect(db_path)
     migrate.migrate(conn)

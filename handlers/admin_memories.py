@@ -59,9 +59,9 @@ def list_memories(
         asker = user_id or (str(settings.config.owner) if settings.config.owner is not None else None)
         if asker is None:
             raise ValidationException("searching with q needs user_id (no owner is configured)")
-        from lib.memory import retrieval
+        from lib.memory.api import search_knowledge
 
-        results = retrieval.search_knowledge(conn, settings, user_id=asker, query=q, limit=limit)
+        results = search_knowledge(conn, settings, user_id=asker, query=q, limit=limit)
         items = [memory_out(e, r.score) for r in results if (e := knowledge.get(conn, r.id)) is not None]
     else:
         entries = knowledge.list_entries(conn, owner_user_id=user_id, include_inactive=include_inactive, limit=limit)

@@ -40,12 +40,12 @@ def sessions_list(user_id: str | None, limit: int) -> None:
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 def sessions_search(query: str, user_id: str | None, limit: int) -> None:
     """Search a user's past messages (hybrid: words and meaning)."""
-    from lib.memory import retrieval
+    from lib.memory.api import search_messages
 
     settings = settings_or_exit()
     conn = open_db(settings)
     user = resolve_user(settings, user_id)
-    results = retrieval.search_messages(conn, settings, user_id=user, query=query, limit=limit)
+    results = search_messages(conn, settings, user_id=user, query=query, limit=limit)
     for r in results:
         when = str(r.metadata.get("created_at", ""))[:16].replace("T", " ")
         click.echo(f"{r.score:.3f} message #{r.id} {when}  {r.content}")

@@ -1,7 +1,7 @@
 """A client for any OpenAI-compatible /v1/embeddings endpoint, through the openai SDK (imported lazily).
 
 A client: it turns texts into unit vectors and knows nothing of storage. Which embedder memory
-uses, the local model and the embedding cache live in lib/memory/embeddings.py.
+uses, the local model and the embedding cache live in lib/memory/search/embeddings.py.
 """
 
 from __future__ import annotations

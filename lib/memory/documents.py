@@ -22,7 +22,8 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import audit, chunking, index, knowledge
+from lib.memory import audit, knowledge
+from lib.memory.search import chunking, index
 
 SOURCE = "document"
 # A section's text, its header ("[report.pdf, page 3] ") included, fits one index chunk.

@@ -197,7 +197,7 @@ def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
 
 def _candidates(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact) -> list[knowledge.Knowledge]:
     """The user's active entries most like `fact`: hybrid search hits and same-subject entries."""
-    from lib.memory import retrieval
+    from lib.memory.search import retrieval
 
     found: dict[int, knowledge.Knowledge] = {}
     for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=fact.content, limit=5):

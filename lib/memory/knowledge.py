@@ -1,7 +1,7 @@
 """Knowledge entries: facts and notes with an owner, a confidence, an optional expiry and a
 supersession link (an updated fact keeps the old one, marked and linked, out of retrieval).
 
-Every write keeps the search index in step through `lib.memory.index`.
+Every write keeps the search index in step through `lib.memory.search.index`.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def next_id(conn: apsw.Connection) -> int:
 
 def _index():
     # The retrieval engine pulls in the embedding model's code; loaded only when a write needs it.
-    from lib.memory import index
+    from lib.memory.search import index
 
     return index
 

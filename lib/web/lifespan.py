@@ -216,7 +216,7 @@ async def stop_turns(services: Services) -> None:
 def close_database(runtime: Runtime) -> None:
     """Close every connection to the database (hybrid searches' second ones too): the last one
     to close folds the WAL into the file, so the next start has nothing to recover."""
-    from lib.memory.retrieval import close_side_connections
+    from lib.memory.api import close_side_connections
 
     close_side_connections()
     runtime.db.close()

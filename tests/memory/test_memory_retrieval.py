@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lib.memory import embeddings, retrieval
 from lib.memory.api import retrieve_context
+from lib.memory.search import embeddings, retrieval
 from tests.support.memory_retrieval import add_knowledge, open_db, settings_with, turn
 
 ALICE, BOB = "1001", "2002"

@@ -3,7 +3,7 @@
 Fusion (fuse_scores): each ranker's scores are scaled to [0, 1] between its worst and best
 candidate, weighted (FTS_WEIGHT, VECTOR_WEIGHT) and summed; a share of the query's own words in
 the item itself and a small recency nudge are added on top. Messages are then ranked as parts of
-their conversation (lib/memory/conversation.py): neighbours share scores, and a named speaker's
+their conversation (lib/memory/search/conversation.py): neighbours share scores, and a named speaker's
 turns are preferred.
 
 Every query is scoped to what the asking user may see, inside the SQL (before ranking and
@@ -30,8 +30,8 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import connect, now_iso, rows
-from lib.memory import conversation, index, relevance, vectors
-from lib.memory.embeddings import embed_texts, model_key
+from lib.memory.search import conversation, index, relevance, vectors
+from lib.memory.search.embeddings import embed_texts, model_key
 from lib.memory.types import SearchResult
 
 log = logging.getLogger("ash.memory.retrieval")
@@ -310,7 +310,7 @@ def search_messages(
 
     `mode` "fts" or "vector" uses one ranker alone (benchmarks compare them); `query_vector`
     reuses an embedding already computed for this query; `floor` keeps only what passes the
-    relevance floor (lib/memory/relevance.py), as what goes into a prompt unasked must;
+    relevance floor (lib/memory/search/relevance.py), as what goes into a prompt unasked must;
     `rare_words` are the query's rare words when the caller has counted them already.
     """
     _check_mode(mode)
@@ -457,7 +457,7 @@ def search_knowledge(
     rare_words: list[str] | None = None,
 ) -> list[SearchResult]:
     """Knowledge entries `user_id` may see (own and global; never expired), best first
-    (`floor`: only those that pass the relevance floor, lib/memory/relevance.py)."""
+    (`floor`: only those that pass the relevance floor, lib/memory/search/relevance.py)."""
     _check_mode(mode)
     fts: dict[int, float] = {}
     vector_hits: dict[int, float] = {}
