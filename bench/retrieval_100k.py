@@ -35,7 +35,8 @@ from lib.db import connect, iso  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
 from lib.memory.search import vectors  # noqa: E402
 from lib.memory.search.embeddings import content_hash, get_embedder, model_key  # noqa: E402
-from lib.memory.search.retrieval import close_side_connections, search_messages  # noqa: E402
+from lib.memory.search.parallel import close_side_connections  # noqa: E402
+from lib.memory.search.retrieval import search_messages  # noqa: E402
 
 USER = "100001"
 OTHERS = ("200002", "300003", "400004", "500005")

@@ -19,7 +19,8 @@ from lib.memory.extraction import enqueue as enqueue_extraction
 from lib.memory.search.chunking import speaker
 from lib.memory.search.embeddings import get_embedder
 from lib.memory.search.index import index_messages, index_status, reindex_all
-from lib.memory.search.retrieval import close_side_connections, search_all, search_knowledge, search_messages
+from lib.memory.search.parallel import close_side_connections
+from lib.memory.search.retrieval import search_all, search_knowledge, search_messages
 from lib.memory.types import SearchResult
 from lib.tokens import estimate_tokens
 

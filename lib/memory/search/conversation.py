@@ -214,3 +214,20 @@ def prefer_strong_sessions(scores: dict[int, float], by_id: dict[int, dict]) -> 
     if not SESSION_SHARE or top <= 0:
         return scores
     return {ref: score + SESSION_SHARE * best[by_id[ref]["session_id"]] / top for ref, score in scores.items()}
+
+
+def rank(
+    conn: apsw.Connection,
+    owner: str,
+    scores: dict[int, float],
+    by_id: dict[int, dict],
+    query: str,
+    local: Callable[[str], datetime | None],
+    today: date,
+) -> dict[int, float]:
+    """Every adjustment above, in order: neighbours, the named speaker, the asked time, strong
+    sessions (may add neighbours' rows to `by_id`)."""
+    scores = spread_to_neighbours(conn, owner, scores, by_id)
+    scores = prefer_named_speaker(scores, by_id, query)
+    scores = prefer_asked_time(scores, by_id, query, local, today)
+    return prefer_strong_sessions(scores, by_id)
