@@ -31,7 +31,7 @@ class OpenAIEmbedder:
         self.model = model
         self.dimensions = dimensions
         self.timeout = timeout or TIMEOUT
-        # OPENAI_BASE_URL is an origin (lib/config.py drops a trailing /v1); the SDK wants the /v1.
+        # OPENAI_BASE_URL is an origin (lib/config/environment.py drops a trailing /v1); the SDK wants the /v1.
         self._base_url = f"{base_url}/v1" if base_url else None
         self._api_key = api_key or (PLACEHOLDER_KEY if base_url else None)
         self._client = None
