@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -68,7 +69,8 @@ def sessions_export(user_id: str | None, session_id: int | None, output: Path | 
         found = browse.session(conn, session_id)
         if found is None:
             raise click.ClickException(f"no session #{session_id}; see `ash sessions list`")
-        data = {"session": found, "messages": browse.session_messages(conn, session_id, limit=10_000_000)}
+        messages = browse.session_messages(conn, session_id, limit=10_000_000)
+        data = {"session": found, "messages": [dataclasses.asdict(m) for m in messages]}
     else:
         data = browse.export(conn, user_id)
     text = json.dumps(data, ensure_ascii=False, indent=2)

@@ -202,7 +202,7 @@ def _candidates(conn: apsw.Connection, settings: Settings, user_id: str, fact: F
     found: dict[int, knowledge.Knowledge] = {}
     for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=fact.content, limit=5):
         entry = knowledge.get(conn, result.id)
-        if entry and entry.owner_user_id == user_id and entry.is_active():
+        if entry and entry.owner_user_id == user_id and entry.active:
             found[entry.id] = entry
     if fact.subject:
         for entry in knowledge.active_facts(conn, user_id):

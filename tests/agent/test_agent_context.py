@@ -28,7 +28,7 @@ OWNER = "1001"
 
 
 def _message(i: int, tokens: int) -> StoredMessage:
-    return StoredMessage(i, 1, OWNER, "user" if i % 2 else "assistant", f"m{i}", tokens, "", {})
+    return StoredMessage(i, 1, OWNER, "user" if i % 2 else "assistant", f"m{i}", tokens, "", None, {}, None)
 
 
 def test_select_history_keeps_the_window_even_over_budget_and_fills_newest_first():
