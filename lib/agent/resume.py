@@ -39,7 +39,6 @@ async def resume_turn(
     housekeeper: MemoryService | None = None,
     tool_watcher: ToolWatcher | None = None,
     approvals: Approvals | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
     before: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[PendingAction, TurnResult] | None:
     """Decide a parked call and go on with its turn; None when it was decided already (a second
@@ -61,7 +60,6 @@ async def resume_turn(
         tools=await asyncio.to_thread(offered_tools, runtime),
         tool_watcher=tool_watcher,
         approvals=approvals,
-        on_schedule_change=on_schedule_change,
     )
     loop.decided = approved
     await sink.typing()

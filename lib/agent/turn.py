@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
@@ -202,7 +201,7 @@ def _own_words(turn: TurnInput, prepared: _Prepared) -> str:
     return "\n".join([*earlier, turn.text if turn.typed_text is None else turn.typed_text])
 
 
-def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule_change=None) -> ToolContext:
+def tool_context(runtime: Runtime, turn: TurnInput, session_id: int) -> ToolContext:
     return ToolContext(
         user_id=turn.user_id,
         chat_id=turn.chat_id,
@@ -216,7 +215,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule
         settings=runtime.settings,
         db=runtime.db,
         http=runtime.http,
-        on_schedule_change=on_schedule_change,
+        signals=runtime.signals,
     )
 
 
@@ -237,7 +236,6 @@ def make_loop(
     tools: list[Tool],
     tool_watcher: ToolWatcher | None,
     approvals: Approvals | None,
-    on_schedule_change: Callable[[], None] | None,
 ) -> Loop:
     from lib.tools.registry import tool_specs
 
@@ -246,7 +244,7 @@ def make_loop(
         sink,
         {tool.name: tool for tool in tools},
         tool_specs(tools),
-        tool_context(runtime, turn, session_id, on_schedule_change),
+        tool_context(runtime, turn, session_id),
         tool_watcher=tool_watcher,
         approvals=approvals,
     )
@@ -259,12 +257,11 @@ async def run_turn(
     *,
     housekeeper: MemoryService | None = None,
     tool_watcher: ToolWatcher | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
     approvals: Approvals | None = None,
 ) -> TurnResult:
     """Answer one user message, streaming into `sink` (and each tool run into `tool_watcher`, when
-    given); persists the exchange. `on_schedule_change` is told when a tool made or cancelled a
-    scheduled task (the server's scheduler re-arms its timer). `approvals` asks the person about
+    given); persists the exchange. A tool that makes or cancels a scheduled task says so on
+    `runtime.signals.schedule_changed` (the server's scheduler re-arms). `approvals` asks the person about
     risky calls (lib/agent/approval.py); without it they are not run.
 
     With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
@@ -300,7 +297,6 @@ async def run_turn(
         tools=prepared.tools,
         tool_watcher=tool_watcher,
         approvals=approvals,
-        on_schedule_change=on_schedule_change,
     )
     result, answer, _ = await go_on(loop, state)
     if not result.ok:

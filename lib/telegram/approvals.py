@@ -96,7 +96,6 @@ async def run_agent_turn(
     sink: TelegramSink,
     *,
     housekeeper: MemoryService | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
 ) -> TurnResult:
     """The agent's turn for Telegram: risky calls are asked about with buttons under the answer."""
     from lib.agent import run_turn
@@ -106,7 +105,6 @@ async def run_agent_turn(
         turn,
         sink,
         housekeeper=housekeeper,
-        on_schedule_change=on_schedule_change,
         approvals=TelegramApprovals(sink),
     )
 
@@ -114,18 +112,10 @@ async def run_agent_turn(
 class ApprovalButtons:
     """Presses on Run / Deny, and requests that end unanswered."""
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        client: Callable[[], TelegramClient],
-        db: Db,
-        *,
-        on_schedule_change: Callable[[], None] | None = None,
-    ):
+    def __init__(self, runtime: Runtime, client: Callable[[], TelegramClient], db: Db):
         self.runtime = runtime
         self._client = client
         self._db = db
-        self.on_schedule_change = on_schedule_change
 
     async def shown(self, action_id: int, sink: TelegramSink) -> None:
         """The question went out: remember which message holds its buttons."""
@@ -169,7 +159,6 @@ class ApprovalButtons:
             by=str(query.from_.id),
             sink=sink,
             approvals=approvals,
-            on_schedule_change=self.on_schedule_change,
             before=lambda: self._settle(client, query, action.id, "approved" if approved else "denied"),
         )
         if resumed is None:  # decided by a press or the timeout in between
