@@ -261,8 +261,8 @@ async def run_turn(
 ) -> TurnResult:
     """Answer one user message, streaming into `sink` (and each tool run into `tool_watcher`, when
     given); persists the exchange. A tool that makes or cancels a scheduled task says so on
-    `runtime.signals.schedule_changed` (the server's scheduler re-arms). `approvals` asks the person about
-    risky calls (lib/agent/approval.py); without it they are not run.
+    `runtime.signals.schedule_changed` (the server's scheduler re-arms). `approvals` asks the
+    person about risky calls (lib/agent/approval.py); without it they are not run.
 
     With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
     after, off the reply path; without one (`ash chat`) they are computed here. Full-text search
