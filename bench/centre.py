@@ -1,4 +1,4 @@
-"""The centre of multilingual-e5-small's vectors (lib/memory/e5.py takes each vector relative to it).
+"""The centre of multilingual-e5-small's vectors (lib/memory/search/e5.py takes each vector relative to it).
 
     .venv/bin/python bench/centre.py
 
@@ -7,7 +7,7 @@ component (on a LoCoMo conversation the 64 nearest by hamming distance of the si
 36% of the 64 nearest by cosine; around this centre, about half). The centre is the mean passage
 embedding of up to 600 sentences of this repository's README (Ash's own text; any varied text
 gives nearly the same mean: 0.92 cosine to the mean of a chat conversation's turns). Written to
-lib/memory/data/multilingual-e5-small.centre.npy. The committed file was made from the README of
+lib/memory/search/data/multilingual-e5-small.centre.npy. The committed file was made from the README of
 2026-11-23; a new one changes every stored vector's meaning (`ash memory reindex`).
 """
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 import click  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lib.memory import e5  # noqa: E402
+from lib.memory.search import e5  # noqa: E402
 
 SENTENCES = 600
 

@@ -36,8 +36,10 @@ from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
-from lib.memory.index import index_message  # noqa: E402
-from lib.memory.retrieval import MODES, close_side_connections, fts_query, search_messages  # noqa: E402
+from lib.memory.search.index import index_message  # noqa: E402
+from lib.memory.search.parallel import close_side_connections  # noqa: E402
+from lib.memory.search.retrieval import MODES, search_messages  # noqa: E402
+from lib.memory.search.words import fts_query  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
 SMALL_TALK = REPO / "bench" / "data" / "small_talk.txt"

@@ -32,10 +32,11 @@ import numpy as np  # noqa: E402
 import lib.migrations as migrate  # noqa: E402
 from lib.config import load_settings  # noqa: E402
 from lib.db import connect, iso  # noqa: E402
-from lib.memory import vectors  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
-from lib.memory.embeddings import content_hash, get_embedder, model_key  # noqa: E402
-from lib.memory.retrieval import close_side_connections, search_messages  # noqa: E402
+from lib.memory.search import vectors  # noqa: E402
+from lib.memory.search.embeddings import content_hash, get_embedder, model_key  # noqa: E402
+from lib.memory.search.parallel import close_side_connections  # noqa: E402
+from lib.memory.search.retrieval import search_messages  # noqa: E402
 
 USER = "100001"
 OTHERS = ("200002", "300003", "400004", "500005")
@@ -56,7 +57,7 @@ VALUES ('message', ?, 0, ?, ?, ?, ?)
 
 def vocabulary() -> list[str]:
     """Plain English words from the vendored tokenizer's vocabulary (whole words, 3+ letters)."""
-    vocab = json.loads((REPO / "lib/memory/data/tokenizer.json").read_text())["model"]["vocab"]
+    vocab = json.loads((REPO / "lib/memory/search/data/tokenizer.json").read_text())["model"]["vocab"]
     words = [w for w, i in sorted(vocab.items(), key=lambda kv: kv[1]) if w.isalpha() and w.isascii() and len(w) > 2]
     return words[:20000]
 

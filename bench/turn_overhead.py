@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 import lib.migrations as migrate  # noqa: E402
-from lib.agent.contract import TurnInput  # noqa: E402
+from lib.agent import TurnInput  # noqa: E402
 from lib.db import Database, connect  # noqa: E402
 from lib.llm.types import Completed, Response, TextBlock, TextDelta, Usage  # noqa: E402
 from lib.memory.service import MemoryService  # noqa: E402
@@ -111,7 +111,7 @@ def sentence(i: int) -> str:
 def fill(db_path: Path, target: int, settings) -> None:
     """Grow the user's history to `target` messages through the real write path, in batches."""
     from lib.memory import store
-    from lib.memory.index import index_messages
+    from lib.memory.search.index import index_messages
 
     conn = connect(db_path)
     migrate.migrate(conn)
@@ -139,7 +139,7 @@ async def no_model(**_) -> str:
 
 async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float], list[float]]:
     import lib.llm.router as router
-    from lib.agent.turn import run_turn
+    from lib.agent import run_turn
     from lib.memory import api as memory_api
     from lib.runtime import Runtime
 
@@ -182,7 +182,7 @@ async def measure_received_turns(db_path: Path, settings, turns: int) -> list[fl
     import respx
 
     import lib.llm.router as router
-    from lib.agent.turn import run_turn
+    from lib.agent import run_turn
     from lib.runtime import Runtime
     from lib.telegram.intake import store_update
     from lib.telegram.updates import telegram_worker

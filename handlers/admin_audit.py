@@ -8,23 +8,13 @@ import msgspec
 from litestar import Request, get
 from litestar.params import Parameter
 
+from lib.memory import audit
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 
 
-class AuditOut(msgspec.Struct):
-    """One recorded change: ids, counts and causes, never the text of a memory."""
-
-    id: int
-    created_at: str
-    actor: str
-    action: str
-    target: str | None
-    detail: dict
-
-
 class AuditList(msgspec.Struct):
-    items: list[AuditOut]
+    items: list[audit.AuditEntry]
     count: int
     # Pass as before_id for the next (older) page; None on the last page.
     next_before_id: int | None
@@ -42,10 +32,7 @@ def list_audit(
 ) -> AuditList:
     """Audit rows newest first, filtered by entry, actor, action or target."""
     conn = get_runtime(request.app).db.conn()
-    from lib.memory import audit  # loaded on use: start-up does not pay for it
-
-    found = audit.entries(
+    items = audit.entries(
         conn, actor=actor, action=action, target=target, memory_id=memory_id, before_id=before_id, limit=limit
     )
-    items = [AuditOut(e.id, e.created_at, e.actor, e.action, e.target, e.detail) for e in found]
     return AuditList(items=items, count=len(items), next_before_id=items[-1].id if len(items) == limit else None)

@@ -10,13 +10,12 @@ from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromPath, JSONBody, Parameter
 
 from lib.memory import forget, knowledge
-from lib.web.api import MemoryOut, memory_out
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 
 
 class MemoryList(msgspec.Struct):
-    items: list[MemoryOut]
+    items: list[knowledge.Knowledge]
     count: int
 
 
@@ -59,18 +58,18 @@ def list_memories(
         asker = user_id or (str(settings.config.owner) if settings.config.owner is not None else None)
         if asker is None:
             raise ValidationException("searching with q needs user_id (no owner is configured)")
-        from lib.memory import retrieval
+        from lib.memory.api import search_knowledge
 
-        results = retrieval.search_knowledge(conn, settings, user_id=asker, query=q, limit=limit)
-        items = [memory_out(e, r.score) for r in results if (e := knowledge.get(conn, r.id)) is not None]
+        results = search_knowledge(conn, settings, user_id=asker, query=q, limit=limit)
+        items = [e.found(r.score) for r in results if (e := knowledge.get(conn, r.id)) is not None]
     else:
         entries = knowledge.list_entries(conn, owner_user_id=user_id, include_inactive=include_inactive, limit=limit)
-        items = [memory_out(e) for e in entries]
+        items = entries
     return MemoryList(items=items, count=len(items))
 
 
 @post("/admin/memories", guards=[admin_guard], sync_to_thread=True)
-def create_memory(request: Request, data: JSONBody[MemoryCreate]) -> MemoryOut:
+def create_memory(request: Request, data: JSONBody[MemoryCreate]) -> knowledge.Knowledge:
     """Store a knowledge entry (201)."""
     runtime = get_runtime(request.app)
     conn = runtime.db.conn()
@@ -89,7 +88,7 @@ def create_memory(request: Request, data: JSONBody[MemoryCreate]) -> MemoryOut:
         )
     except ValueError as exc:
         raise ValidationException(str(exc)) from None
-    return memory_out(knowledge.get(conn, memory_id))
+    return knowledge.get(conn, memory_id)
 
 
 @delete("/admin/memories/{memory_id:int}", guards=[admin_guard], sync_to_thread=True, status_code=200)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from litestar import Request, get
 from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, Parameter
 
-from lib.memory import browse
+from lib.memory import browse, store
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 
@@ -33,21 +33,9 @@ class SessionList(msgspec.Struct):
     count: int
 
 
-class MessageOut(msgspec.Struct):
-    id: int
-    session_id: int
-    owner_user_id: str
-    role: str
-    content: str
-    token_count: int
-    created_at: str
-    update_id: int | None
-    metadata: dict[str, Any]
-
-
 class SessionMessages(msgspec.Struct):
     session: SessionOut
-    messages: list[MessageOut]
+    messages: list[store.StoredMessage]
 
 
 @get("/admin/sessions", guards=[admin_guard], sync_to_thread=True)
@@ -75,4 +63,4 @@ def session_messages(
     if found is None:
         raise NotFoundException(f"no session with id {session_id}")
     messages = browse.session_messages(conn, session_id, after_id=after_id, limit=limit)
-    return SessionMessages(session=SessionOut(**found), messages=[MessageOut(**m) for m in messages])
+    return SessionMessages(session=SessionOut(**found), messages=messages)

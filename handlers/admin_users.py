@@ -12,7 +12,6 @@ from litestar.params import FromPath, JSONBody
 from lib.errors import InvalidUserEntry, OwnerProtected
 from lib.memory import browse, knowledge, store
 from lib.telegram import access
-from lib.web.api import MemoryOut, memory_out
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 
@@ -29,7 +28,7 @@ class UserOut(msgspec.Struct):
     notes: str
     preferences: dict[str, Any]
     counts: UserCounts
-    facts: list[MemoryOut]
+    facts: list[knowledge.Knowledge]
     username: str | None = None
     display_name: str | None = None
     timezone: str | None = None
@@ -81,7 +80,7 @@ def _user(request: Request, user_id: str) -> UserOut:
     summary = browse.user_summary(conn, user_id)
     if summary is None:
         raise NotFoundException(f"Ash holds nothing about user {user_id}")
-    facts = [memory_out(f) for f in knowledge.active_facts(conn, user_id)]
+    facts = knowledge.active_facts(conn, user_id)
     fields = {k: summary.get(k) for k in ("username", "display_name", "timezone", "created_at", "updated_at")}
     return UserOut(
         user_id=user_id,

@@ -160,7 +160,7 @@ class ScheduleError(AshError, ValueError):
     instead (the model, the CLI and the admin API show it as it is)."""
 
 
-# Embeddings (lib/memory/embeddings.py).
+# Embeddings (lib/memory/search/embeddings.py).
 class EmbeddingError(AshError):
     """The embedding model cannot be loaded or the embedding service failed."""
 

@@ -1,4 +1,5 @@
-"""Process-wide plain data: settings, the database, the HTTP client, the model clients.
+"""Process-wide plain data: settings, the database, the HTTP client, the model clients, and the
+signals one part of the process gives another.
 
 The server builds one in its lifespan (lib/web/lifespan.py) and keeps it on `app.state`; the
 CLI builds one per command. Nothing here starts work or looks anything up: whatever needs a
@@ -75,6 +76,43 @@ class Warmup:
             await self._done.wait()
 
 
+class Signal:
+    """A one-shot notice: whoever cares connects a listener, whoever causes it emits. Listeners
+    run at once, in the emitter's thread (the event loop's, for the tools); one that fails is
+    logged and the others still run. Without listeners (a CLI command) an emit does nothing."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._listeners: list[Callable[[], None]] = []
+
+    def connect(self, listener: Callable[[], None]) -> None:
+        """Call `listener` on every emit from now on."""
+        self._listeners.append(listener)
+
+    def disconnect(self, listener: Callable[[], None]) -> None:
+        """Stop calling `listener` (nothing happens if it was not connected)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def emit(self) -> None:
+        """Tell every listener."""
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a listener of %s failed", self.name)
+
+
+@dataclass
+class Signals:
+    """What one part of the process tells another without either knowing the other (Litestar's
+    events need the app, and the tools that emit these run outside requests and in the CLI)."""
+
+    # A scheduled task was made or cancelled (the schedule tools): the server's scheduler re-arms
+    # its timer at once instead of at its next tick.
+    schedule_changed: Signal = field(default_factory=lambda: Signal("schedule_changed"))
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -87,6 +125,7 @@ class Runtime:
     llm_providers: dict[str, Any] = field(default_factory=dict)
     # The server's warm-up of what the first turn imports (None: nothing to wait for).
     warmup: Warmup | None = None
+    signals: Signals = field(default_factory=Signals)
 
     async def ready(self) -> None:
         """Wait, without blocking the loop, until what the first turn imports is loaded."""

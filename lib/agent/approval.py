@@ -19,8 +19,6 @@ outside content or not), "never" (nothing asks).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Protocol
 
 # Calls that change the world, act later, or change what Ash believes.
 ALWAYS_RISKY = frozenset({"bash", "schedule", "remember", "forget"})
@@ -39,25 +37,6 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _URL = re.compile(r"(?:https?://)?[^\s/<>\"'`()\[\]]+\.[^\s/<>\"'`()\[\]]+(?:/[^\s<>\"'`]*)?", re.IGNORECASE)
 # Punctuation that ends a sentence after an address rather than belonging to it.
 _TRAILING = ".,;:!?)]}>\"'"
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """A call waiting for Run / Deny: shown to the person exactly as the model made it."""
-
-    id: int
-    tool_name: str
-    tool_input: dict
-    reason: str
-    timeout: float  # seconds until no answer means denied
-
-
-class Approvals(Protocol):
-    """How a channel asks the person about a risky call."""
-
-    async def ask(self, request: ApprovalRequest) -> bool | None:
-        """True: run it; False: do not. None: the question went out as buttons under the
-        answer, and the turn waits, stored, until a press resumes it (lib/agent/resume.py)."""
 
 
 def is_risky(name: str) -> bool:

@@ -1,4 +1,5 @@
-"""The contract between a channel (Telegram, the CLI) and the agent: one turn in, text out."""
+"""The contract between a channel (Telegram, the CLI) and the agent: one turn in, text out, and
+the question a risky call asks (lib/agent/approval.py decides which calls ask)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,22 @@ class TurnResult:
     tool_calls: list[str] = field(default_factory=list)
     # The id of the risky call the turn stopped at, waiting for Run / Deny (lib/agent/pending.py).
     waiting_for: int | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A call waiting for Run / Deny: shown to the person exactly as the model made it."""
+
+    id: int
+    tool_name: str
+    tool_input: dict
+    reason: str
+    timeout: float  # seconds until no answer means denied
+
+
+class Approvals(Protocol):
+    """How a channel asks the person about a risky call."""
+
+    async def ask(self, request: ApprovalRequest) -> bool | None:
+        """True: run it; False: do not. None: the question went out as buttons under the
+        answer, and the turn waits, stored, until a press resumes it (lib/agent/resume.py)."""

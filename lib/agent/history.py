@@ -20,7 +20,7 @@ import apsw
 
 from lib.config import MemoryConfig
 from lib.db import immediate, now_iso, one, rows
-from lib.memory.chunking import speaker
+from lib.memory.api import speaker
 from lib.memory.store import ORIGIN_OUTSIDE, StoredMessage, recent_messages
 from lib.tokens import estimate_tokens
 

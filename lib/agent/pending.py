@@ -62,6 +62,11 @@ class PendingAction:
     # None once decided: the turn's state is dropped then (see `decide`).
     state: TurnState | None
 
+    @property
+    def undecided(self) -> bool:
+        """Still waiting for Run / Deny (or the timeout)."""
+        return self.status == PENDING
+
 
 # -- the state as JSON ----------------------------------------------------------------------
 def _block(block: Any) -> dict:
@@ -158,12 +163,13 @@ def _action(row: Any) -> PendingAction:
     )
 
 
-def get(conn: apsw.Connection, action_id: int) -> PendingAction | None:
+def get_action(conn: apsw.Connection, action_id: int) -> PendingAction | None:
+    """The action, decided or not; None when there is no such id."""
     row = conn.execute(SELECT_SQL + " WHERE id = ?", (action_id,)).fetchone()
     return _action(row) if row else None
 
 
-def shown_in(conn: apsw.Connection, action_id: int, message_id: int) -> None:
+def mark_shown(conn: apsw.Connection, action_id: int, message_id: int) -> None:
     """Remember which message carries the buttons (so they can be taken away later)."""
     conn.execute("UPDATE pending_actions SET prompt_message_id = ? WHERE id = ?", (message_id, action_id))
 
@@ -173,7 +179,7 @@ def decide(conn: apsw.Connection, action_id: int, status: str, by: str | None) -
     it was decided before (a second press, a press racing the timeout)."""
     assert status in DECIDED
     with immediate(conn):
-        action = get(conn, action_id)
+        action = get_action(conn, action_id)
         if action is None or action.status != PENDING:
             return None
         # The stored state is dropped from the row once decided: it may hold a document's text
@@ -182,19 +188,19 @@ def decide(conn: apsw.Connection, action_id: int, status: str, by: str | None) -
     return action
 
 
-def open_for(conn: apsw.Connection, provider: str, chat_id: str, user_id: str) -> list[int]:
+def open_actions(conn: apsw.Connection, provider: str, chat_id: str, user_id: str) -> list[int]:
     """The person's actions still waiting in this chat."""
     sql = "SELECT id FROM pending_actions WHERE provider = ? AND chat_id = ? AND user_id = ? AND status = 'pending'"
     return [r[0] for r in conn.execute(sql, (provider, chat_id, user_id))]
 
 
-def expired(conn: apsw.Connection, now: float | None = None) -> list[int]:
+def expired_actions(conn: apsw.Connection, now: float | None = None) -> list[int]:
     """Actions whose time to answer is over."""
     sql = "SELECT id FROM pending_actions WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at"
     return [r[0] for r in conn.execute(sql, (time.time() if now is None else now,))]
 
 
-def any_expired(conn: apsw.Connection, now: float | None = None) -> bool:
+def any_action_expired(conn: apsw.Connection, now: float | None = None) -> bool:
     """Whether any action's time to answer is over (one indexed lookup)."""
     sql = "SELECT 1 FROM pending_actions WHERE status = 'pending' AND expires_at <= ? LIMIT 1"
     return conn.execute(sql, (time.time() if now is None else now,)).fetchone() is not None

@@ -13,10 +13,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from lib.agent import pending
-from lib.agent.approval import Approvals
-from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
+from lib.agent.contract import Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import PendingAction
-from lib.agent.steps import final_answer, go_on
+from lib.agent.steps import final_answer, go_on, minutes
 from lib.agent.turn import make_loop, offered_tools, store_exchange, tool_context
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime
@@ -40,7 +39,6 @@ async def resume_turn(
     housekeeper: MemoryService | None = None,
     tool_watcher: ToolWatcher | None = None,
     approvals: Approvals | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
     before: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[PendingAction, TurnResult] | None:
     """Decide a parked call and go on with its turn; None when it was decided already (a second
@@ -62,7 +60,6 @@ async def resume_turn(
         tools=await asyncio.to_thread(offered_tools, runtime),
         tool_watcher=tool_watcher,
         approvals=approvals,
-        on_schedule_change=on_schedule_change,
     )
     loop.decided = approved
     await sink.typing()
@@ -72,10 +69,10 @@ async def resume_turn(
     return action, result
 
 
-def close_unanswered(runtime: Runtime, action_id: int, status: str, note: str) -> PendingAction | None:
+def close_unanswered(runtime: Runtime, action_id: int, status: str) -> PendingAction | None:
     """End a parked turn whose call was not answered (status "expired" or "superseded"): the
-    call is recorded as not run, and the stored exchange ends with `note`. Runs in a thread;
-    None when it was decided already."""
+    call is recorded as not run, and the stored exchange ends with a note saying why (EXPIRED,
+    SUPERSEDED). Runs in a thread; None when it was decided already."""
     from lib.memory import api as memory_api
     from lib.tools.record import record_tool_run
 
@@ -83,6 +80,8 @@ def close_unanswered(runtime: Runtime, action_id: int, status: str, note: str) -
     action = pending.decide(conn, action_id, status, None)
     if action is None:
         return None
+    timeout = runtime.settings.config.sandbox.approval_timeout
+    note = (EXPIRED if status == "expired" else SUPERSEDED).format(tool=action.tool_name, minutes=minutes(timeout))
     state = action.state
     turn = state.turn
     context = tool_context(runtime, turn, state.session_id)

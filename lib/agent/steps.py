@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import msgspec
 
-from lib.agent.approval import MCP_SEPARATOR, ApprovalRequest, Approvals, approval_reason, output_is_outside
-from lib.agent.contract import OutputSink, ToolWatcher, TurnResult
+from lib.agent.approval import MCP_SEPARATOR, approval_reason, output_is_outside
+from lib.agent.contract import ApprovalRequest, Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import TurnState
 from lib.db import monotonic_ms
 from lib.errors import ChannelError, LLMError, user_message
-from lib.llm.types import Message, ToolResultBlock, ToolUseBlock
+from lib.llm.types import Message, Response, ToolResultBlock, ToolUseBlock
 from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext, ToolResult
 
@@ -59,7 +59,7 @@ OUTPUT_KINDS = {"web_fetch": "a web page", "web_search": "web search results", "
 _FRAME_TAG = re.compile(r"<\s*/?\s*tool_output\b[^>]*>", re.IGNORECASE)
 
 
-def _as_data(name: str, output: str) -> str:
+def as_data(name: str, output: str) -> str:
     """Tool output wrapped as data (see prompt.DATA_RULE): no tag inside it can end the frame early
     or open a new one, so nothing it says can pose as Ash's own words."""
     safe = _FRAME_TAG.sub(lambda tag: "&lt;" + tag.group(0)[1:], output)
@@ -140,7 +140,7 @@ async def _run_tool(loop: Loop, use: ToolUseBlock) -> tuple[ToolResultBlock, Too
                 log.exception("tool %s failed", use.name)
                 result = ToolResult(f"The tool failed: {type(exc).__name__}: {exc}", is_error=True)
     await record_run(loop, use, result, monotonic_ms() - started)
-    return ToolResultBlock(use.id, _as_data(use.name, result.output), is_error=result.is_error), result
+    return ToolResultBlock(use.id, as_data(use.name, result.output), is_error=result.is_error), result
 
 
 async def record_run(loop: Loop, use: ToolUseBlock, result: ToolResult, duration_ms: int = 0) -> None:
@@ -162,7 +162,7 @@ async def _not_run(loop: Loop, use: ToolUseBlock, why: str) -> ToolResultBlock:
     """A call that does not run still gets a result (the model APIs reject a call without one)."""
     result = ToolResult(why, is_error=True)
     await record_run(loop, use, result)
-    return ToolResultBlock(use.id, _as_data(use.name, why), is_error=True)
+    return ToolResultBlock(use.id, as_data(use.name, why), is_error=True)
 
 
 async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> ApprovalRequest | None:
@@ -210,91 +210,134 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
     return None
 
 
+class _Stream:
+    """What the person sees while the loop runs: the steps done since `shown_from` (a resumed turn
+    writes a new message: only what comes now) and the text of the step being streamed."""
+
+    def __init__(self, sink: OutputSink, state: TurnState):
+        self.sink = sink
+        self.state = state
+        self.shown_from = len(state.done)
+        self.current: list[str] = []
+
+    def shown(self) -> str:
+        return "\n\n".join(t for t in [*self.state.done[self.shown_from :], "".join(self.current)] if t)
+
+    async def on_text(self, delta: str) -> None:
+        self.current.append(delta)
+        await self.sink.update(self.shown())
+
+    async def on_restart(self) -> None:
+        # The attempt died mid-stream: take its text back before another attempt answers.
+        self.current.clear()
+        await self.sink.update(self.shown() or "…")
+
+
 async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, ApprovalRequest | None]:
     """Run the loop from `state` until the model stops, the step limit, or a parked call.
 
     Returns the result, the answer text to store (every step's text, with notices), and the
     question when the turn parked. The sink has been finished (or failed) either way; on a
     failure the result has ok=False."""
-    from lib.agent.models import ready_router, record
-
-    runtime, sink, turn = loop.runtime, loop.sink, state.turn
-    max_steps = runtime.settings.config.agent.max_steps
     result = TurnResult(text="", steps=state.step, input_tokens=state.input_tokens, output_tokens=state.output_tokens)
-    shown_from = len(state.done)  # a resumed turn writes a new message: only what comes now
-    current: list[str] = []  # text of the step being streamed
+    stream = _Stream(loop.sink, state)
     notices: list[str] = []
-
-    def shown() -> str:
-        return "\n\n".join(t for t in [*state.done[shown_from:], "".join(current)] if t)
-
-    async def on_text(delta: str) -> None:
-        current.append(delta)
-        await sink.update(shown())
-
-    async def on_restart() -> None:
-        # The attempt died mid-stream: take its text back before another attempt answers.
-        current.clear()
-        await sink.update(shown() or "…")
-
-    question = None
     try:
-        async with await ready_router(runtime, state.preset) as router:
-            while True:
-                if state.uses:
-                    question = await _run_calls(loop, state, result)
-                    if question is not None:
-                        break
-                    state.messages.append(Message("user", tuple(state.results)))
-                    state.results = []
-                if state.step >= max_steps:
-                    break
-                state.step += 1
-                if state.step > 1:
-                    await sink.typing()
-                response = await router.stream(
-                    system=state.system,
-                    messages=tuple(state.messages),
-                    tools=loop.specs,
-                    on_text=on_text,
-                    on_restart=on_restart,
-                )
-                current.clear()
-                await record(runtime, response, user_id=turn.user_id, session_id=state.session_id, purpose="chat")
-                result.steps = state.step
-                state.input_tokens += response.usage.input_tokens
-                state.output_tokens += response.usage.output_tokens
-                if response.text.strip():
-                    state.done.append(response.text.strip())
-                if response.incomplete:
-                    # A cut answer's tool calls may be cut too: none of them runs.
-                    result.incomplete = response.stop_reason
-                    notices.append(_notice(response.stop_reason, response.stop_explanation))
-                    break
-                uses = response.tool_uses
-                if not uses:
-                    break
-                if state.step == max_steps:
-                    notices.append(STEP_LIMIT.format(steps=max_steps))
-                    break
-                state.messages.append(Message("assistant", tuple(response.content)))
-                state.uses, state.results = list(uses), []
+        question = await _steps(loop, state, result, stream, notices)
     except ChannelError:
         # The answer could not be delivered (blocked: 403, a flood wait of hours, the Bot API
         # down): telling the person so through the same channel cannot work either. The channel's
         # handler decides (mark the chat blocked; retry the update later).
         raise
     except Exception as exc:
-        if isinstance(exc, LLMError):  # the provider said why; no traceback needed
-            log.warning("turn for user %s failed: %s", turn.user_id, exc.message)
-        else:
-            log.exception("turn for user %s failed", turn.user_id)
-        text = user_message(exc)
-        await sink.fail(text)
-        result.text, result.ok = text, False
-        result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
-        return result, "", None
+        return await _failed(loop, state, result, exc), "", None
     result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
+    return await _finish(loop, state, result, stream.shown_from, notices, question)
+
+
+async def _steps(
+    loop: Loop, state: TurnState, result: TurnResult, stream: _Stream, notices: list[str]
+) -> ApprovalRequest | None:
+    """Model steps and tool calls until the model stops or the step limit; the question when a
+    call parks the turn."""
+    from lib.agent.models import ready_router
+
+    max_steps = loop.runtime.settings.config.agent.max_steps
+    async with await ready_router(loop.runtime, state.preset) as router:
+        while True:
+            if state.uses:
+                question = await _run_calls(loop, state, result)
+                if question is not None:
+                    return question
+                state.messages.append(Message("user", tuple(state.results)))
+                state.results = []
+            if state.step >= max_steps:
+                return None
+            state.step += 1
+            if state.step > 1:
+                await loop.sink.typing()
+            response = await router.stream(
+                system=state.system,
+                messages=tuple(state.messages),
+                tools=loop.specs,
+                on_text=stream.on_text,
+                on_restart=stream.on_restart,
+            )
+            stream.current.clear()
+            if not await _took_step(loop, state, result, response, notices, max_steps):
+                return None
+
+
+async def _took_step(
+    loop: Loop, state: TurnState, result: TurnResult, response: Response, notices: list[str], max_steps: int
+) -> bool:
+    """Count a model step's usage and text; whether its tool calls run next (the loop goes on)."""
+    from lib.agent.models import record
+
+    await record(loop.runtime, response, user_id=state.turn.user_id, session_id=state.session_id, purpose="chat")
+    result.steps = state.step
+    state.input_tokens += response.usage.input_tokens
+    state.output_tokens += response.usage.output_tokens
+    if response.text.strip():
+        state.done.append(response.text.strip())
+    if response.incomplete:
+        # A cut answer's tool calls may be cut too: none of them runs.
+        result.incomplete = response.stop_reason
+        notices.append(_notice(response.stop_reason, response.stop_explanation))
+        return False
+    uses = response.tool_uses
+    if not uses:
+        return False
+    if state.step == max_steps:
+        notices.append(STEP_LIMIT.format(steps=max_steps))
+        return False
+    state.messages.append(Message("assistant", tuple(response.content)))
+    state.uses, state.results = list(uses), []
+    return True
+
+
+async def _failed(loop: Loop, state: TurnState, result: TurnResult, exc: Exception) -> TurnResult:
+    """The turn failed (the model, a bug): the person is told in a sentence, the log says why."""
+    if isinstance(exc, LLMError):  # the provider said why; no traceback needed
+        log.warning("turn for user %s failed: %s", state.turn.user_id, exc.message)
+    else:
+        log.error("turn for user %s failed", state.turn.user_id, exc_info=exc)
+    text = user_message(exc)
+    await loop.sink.fail(text)
+    result.text, result.ok = text, False
+    result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
+    return result
+
+
+async def _finish(
+    loop: Loop,
+    state: TurnState,
+    result: TurnResult,
+    shown_from: int,
+    notices: list[str],
+    question: ApprovalRequest | None,
+) -> tuple[TurnResult, str, ApprovalRequest | None]:
+    """The answer shown (with the question under it, when the turn parked) and the text stored."""
     stored = final_answer(state.done, notices)
     if question is not None:
         result.waiting_for = question.id
@@ -306,9 +349,9 @@ async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Approval
         shown_now = "\n\n".join(t for t in [*state.done[shown_from:], ask] if t)
         stored = "\n\n".join([*state.done, f"(Waiting for the person's OK to run {question.tool_name}.)"])
         result.text = shown_now
-        await sink.finish(shown_now)
+        await loop.sink.finish(shown_now)
         return result, stored, question
     shown_now = shown_answer(final_answer(state.done[shown_from:], notices) if shown_from else stored)
     result.text = shown_now
-    await sink.finish(shown_now)
+    await loop.sink.finish(shown_now)
     return result, stored, None

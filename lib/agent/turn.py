@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from lib.agent.approval import Approvals
-from lib.agent.contract import OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
+from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
-from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, _as_data, go_on
+from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, go_on
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
 from lib.memory import api as memory_api
@@ -31,7 +29,7 @@ from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext
 
 # Kept importable from here, where they were first (tests, callers).
-__all__ = ["BUDGET_SPENT", "CUT_NOTICES", "REFUSED", "STEP_LIMIT", "_as_data", "run_turn"]
+__all__ = ["BUDGET_SPENT", "CUT_NOTICES", "REFUSED", "STEP_LIMIT", "run_turn"]
 
 log = logging.getLogger("ash.agent")
 
@@ -211,7 +209,7 @@ def _own_words(turn: TurnInput, prepared: _Prepared) -> str:
     return "\n".join([*earlier, turn.text if turn.typed_text is None else turn.typed_text])
 
 
-def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule_change=None) -> ToolContext:
+def tool_context(runtime: Runtime, turn: TurnInput, session_id: int) -> ToolContext:
     return ToolContext(
         user_id=turn.user_id,
         chat_id=turn.chat_id,
@@ -225,7 +223,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int, on_schedule
         settings=runtime.settings,
         db=runtime.db,
         http=runtime.http,
-        on_schedule_change=on_schedule_change,
+        signals=runtime.signals,
     )
 
 
@@ -246,7 +244,6 @@ def make_loop(
     tools: list[Tool],
     tool_watcher: ToolWatcher | None,
     approvals: Approvals | None,
-    on_schedule_change: Callable[[], None] | None,
 ) -> Loop:
     from lib.tools.registry import tool_specs
 
@@ -255,7 +252,7 @@ def make_loop(
         sink,
         {tool.name: tool for tool in tools},
         tool_specs(tools),
-        tool_context(runtime, turn, session_id, on_schedule_change),
+        tool_context(runtime, turn, session_id),
         tool_watcher=tool_watcher,
         approvals=approvals,
     )
@@ -268,13 +265,12 @@ async def run_turn(
     *,
     housekeeper: MemoryService | None = None,
     tool_watcher: ToolWatcher | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
     approvals: Approvals | None = None,
 ) -> TurnResult:
     """Answer one user message, streaming into `sink` (and each tool run into `tool_watcher`, when
-    given); persists the exchange. `on_schedule_change` is told when a tool made or cancelled a
-    scheduled task (the server's scheduler re-arms its timer). `approvals` asks the person about
-    risky calls (lib/agent/approval.py); without it they are not run.
+    given); persists the exchange. A tool that makes or cancels a scheduled task says so on
+    `runtime.signals.schedule_changed` (the server's scheduler re-arms). `approvals` asks the
+    person about risky calls (lib/agent/approval.py); without it they are not run.
 
     With a `housekeeper` (the server's memory service) the new turn's vectors are computed just
     after, off the reply path; without one (`ash chat`) they are computed here. Full-text search
@@ -309,7 +305,6 @@ async def run_turn(
         tools=prepared.tools,
         tool_watcher=tool_watcher,
         approvals=approvals,
-        on_schedule_change=on_schedule_change,
     )
     result, answer, _ = await go_on(loop, state)
     if not result.ok:

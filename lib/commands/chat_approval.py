@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from lib.agent.approval import ApprovalRequest
-from lib.agent.steps import show_call
+from lib.agent import ApprovalRequest, show_call
 
 QUESTION = "Ash wants to run this, and it needs your OK first ({reason}):\n\n{call}"
 NO_TERMINAL = "(Not run: there is no terminal to ask you at. Run `ash chat` in a terminal to answer y/N.)"

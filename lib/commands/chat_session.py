@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from lib.agent.approval import Approvals
-from lib.agent.contract import OutputSink, ToolWatcher, TurnInput, TurnResult
+from lib.agent import Approvals, OutputSink, ToolWatcher, TurnInput, TurnResult
 from lib.config import Settings
 from lib.runtime import Runtime
 
@@ -70,7 +69,7 @@ class ChatSession:
         self, text: str, sink: OutputSink, tool_watcher: ToolWatcher | None = None, approvals: Approvals | None = None
     ) -> TurnResult:
         """Answer `text` through the agent, streamed into `sink`; `approvals` asks y/N before a risky call."""
-        from lib.agent.turn import run_turn
+        from lib.agent import run_turn
 
         turn = TurnInput(provider=CLI_PROVIDER, chat_id=self.chat_id, user_id=self.user_id, text=text)
         return await run_turn(self.runtime, turn, sink, tool_watcher=tool_watcher, approvals=approvals)

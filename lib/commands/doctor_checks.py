@@ -62,7 +62,7 @@ def check_memory_index(settings: Settings) -> Check:
     """The vector index was built by the configured embedding model (after an upgrade or a config
     change it was not, and semantic search waits for `ash memory reindex`)."""
     from lib.commands.common import open_db
-    from lib.memory.index import index_status
+    from lib.memory.api import index_status
     from lib.migrations import status
 
     if not settings.database_path.exists():

@@ -216,7 +216,7 @@ def model_hint(llm: LLMConfig, role: str, base: str | None, error: LLMError) -> 
 
 def check_embeddings(settings: Settings) -> list[Check]:
     """The configured embedder turns a word into a vector of the configured size."""
-    from lib.memory.embeddings import get_embedder
+    from lib.memory.api import get_embedder
 
     config = settings.config.embeddings
     if config.provider == "none":

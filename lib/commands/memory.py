@@ -51,12 +51,13 @@ def memory_list(user_id: str | None, include_inactive: bool, limit: int) -> None
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 def memory_search(query: str, user_id: str | None, limit: int) -> None:
     """Search what a user may see of the knowledge base (hybrid: words and meaning)."""
-    from lib.memory import knowledge, retrieval
+    from lib.memory import knowledge
+    from lib.memory.api import search_knowledge
 
     settings = settings_or_exit()
     conn = open_db(settings)
     user = resolve_user(settings, user_id)
-    results = retrieval.search_knowledge(conn, settings, user_id=user, query=query, limit=limit)
+    results = search_knowledge(conn, settings, user_id=user, query=query, limit=limit)
     shown = 0
     for result in results:
         entry = knowledge.get(conn, result.id)
@@ -114,7 +115,8 @@ def memory_remove(memory_id: int) -> None:
 @user_option("Only this user's entries (default: everyone's).")
 def memory_stats(user_id: str | None) -> None:
     """Counts of entries and the state of the search index."""
-    from lib.memory import index, knowledge
+    from lib.memory import knowledge
+    from lib.memory.api import index_status
 
     settings = settings_or_exit()
     conn = open_db(settings)
@@ -124,7 +126,7 @@ def memory_stats(user_id: str | None) -> None:
         click.echo(f"  {key}: {counts[key]}")
     for source, n in counts["by_source"].items():
         click.echo(f"  from {source}: {n}")
-    status = index.index_status(conn, settings)
+    status = index_status(conn, settings)
     click.echo(
         f"index: {status['chunks']} chunks, {status['vectors']} vectors ({status['configured_model'] or 'no model'})"
     )
@@ -180,7 +182,7 @@ def memory_history(memory_id: int) -> None:
 @memory.command("reindex")
 def memory_reindex() -> None:
     """Rebuild the search index (chunks, FTS5, vectors) for the configured embedding model."""
-    from lib.memory import index
+    from lib.memory.api import reindex_all
 
     settings = settings_or_exit()
     conn = open_db(settings)
@@ -190,5 +192,5 @@ def memory_reindex() -> None:
             bar.length = max(total, 1)
             bar.update(done - bar.pos)
 
-        total = index.reindex_all(conn, settings, progress=progress)
+        total = reindex_all(conn, settings, progress=progress)
     click.echo(f"indexed {total} messages and entries")

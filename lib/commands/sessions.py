@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -41,12 +42,12 @@ def sessions_list(user_id: str | None, limit: int) -> None:
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 def sessions_search(query: str, user_id: str | None, limit: int) -> None:
     """Search a user's past messages (hybrid: words and meaning)."""
-    from lib.memory import retrieval
+    from lib.memory.api import search_messages
 
     settings = settings_or_exit()
     conn = open_db(settings)
     user = resolve_user(settings, user_id)
-    results = retrieval.search_messages(conn, settings, user_id=user, query=query, limit=limit)
+    results = search_messages(conn, settings, user_id=user, query=query, limit=limit)
     for r in results:
         when = str(r.metadata.get("created_at", ""))[:16].replace("T", " ")
         click.echo(f"{r.score:.3f} message #{r.id} {when}  {r.content}")
@@ -69,7 +70,8 @@ def sessions_export(user_id: str | None, session_id: int | None, output: Path | 
         found = browse.session(conn, session_id)
         if found is None:
             raise click.ClickException(f"no session #{session_id}; see `ash sessions list`")
-        data = {"session": found, "messages": browse.session_messages(conn, session_id, limit=10_000_000)}
+        messages = browse.session_messages(conn, session_id, limit=10_000_000)
+        data = {"session": found, "messages": [dataclasses.asdict(m) for m in messages]}
     else:
         data = browse.export(conn, user_id)
     text = json.dumps(data, ensure_ascii=False, indent=2)

@@ -12,7 +12,7 @@ from lib.commands.common import open_db, settings_or_exit, user_option
 @user_option("Only this user id.")
 def usage(days: int, user_id: str | None) -> None:
     """Show LLM calls, input and output tokens and cost per day (UTC) and user."""
-    from lib.agent.usage import daily_totals
+    from lib.agent import daily_totals
 
     settings = settings_or_exit()
     conn = open_db(settings)

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import apsw
 import msgspec
@@ -30,6 +31,9 @@ from lib.errors import AshError
 from lib.inbox import queue
 from lib.schedule import store
 from lib.schedule.plan import Firing, plan_job
+
+if TYPE_CHECKING:
+    from lib.runtime import Signal
 
 log = logging.getLogger("ash.scheduler")
 
@@ -121,12 +125,15 @@ class Scheduler:
         bot_id: int,
         *,
         wake: Callable[[], None],
+        schedule_changed: Signal | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.db = db
         self.settings = settings
         self.bot_id = bot_id
         self.wake = wake
+        # Told when a task was made or cancelled (the runtime's schedule_changed): re-arm at once.
+        self.schedule_changed = schedule_changed
         self.clock = clock
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -134,6 +141,8 @@ class Scheduler:
     async def start(self) -> None:
         """Start the timer: due tasks fire at once (those missed while the process was down)."""
         self._task = asyncio.create_task(self._loop(), name="ash-scheduler")
+        if self.schedule_changed is not None:
+            self.schedule_changed.connect(self.kick)
 
     def kick(self) -> None:
         """A task was made or changed: re-arm the timer for the earliest due one."""
@@ -141,6 +150,8 @@ class Scheduler:
 
     async def stop(self) -> None:
         """Stop the timer (a firing in progress commits or rolls back whole)."""
+        if self.schedule_changed is not None:
+            self.schedule_changed.disconnect(self.kick)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

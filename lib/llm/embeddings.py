@@ -1,7 +1,7 @@
 """A client for any OpenAI-compatible /v1/embeddings endpoint, through the openai SDK (imported lazily).
 
 A client: it turns texts into unit vectors and knows nothing of storage. Which embedder memory
-uses, the local model and the embedding cache live in lib/memory/embeddings.py.
+uses, the local model and the embedding cache live in lib/memory/search/embeddings.py.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class OpenAIEmbedder:
         self.model = model
         self.dimensions = dimensions
         self.timeout = timeout or TIMEOUT
-        # OPENAI_BASE_URL is an origin (lib/config.py drops a trailing /v1); the SDK wants the /v1.
+        # OPENAI_BASE_URL is an origin (lib/config/environment.py drops a trailing /v1); the SDK wants the /v1.
         self._base_url = f"{base_url}/v1" if base_url else None
         self._api_key = api_key or (PLACEHOLDER_KEY if base_url else None)
         self._client = None

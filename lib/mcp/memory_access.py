@@ -16,7 +16,8 @@ import apsw
 from lib.config import Settings
 from lib.db import now_iso, rows
 from lib.mcp.tokens import Principal
-from lib.memory import forget, knowledge, reinforce, retrieval, scope, store
+from lib.memory import forget, knowledge, reinforce, scope, store
+from lib.memory.api import search_all, search_messages
 
 MAX_LIMIT = 50
 GROUP_TYPES = tuple(sorted(scope.GROUP_CHAT_TYPES))
@@ -72,7 +73,7 @@ class MemoryAccess:
 
     def recall(self, conn: apsw.Connection, query: str, limit: int) -> list[dict]:
         """Saved facts and past messages relevant to `query`, best first."""
-        found = retrieval.search_all(conn, self.settings, user_id=self.owner, query=query, limit=_limit(limit))
+        found = search_all(conn, self.settings, user_id=self.owner, query=query, limit=_limit(limit))
         reinforce.touch(conn, [r.id for r in found if r.source_type == "knowledge"])
         return [
             {
@@ -114,7 +115,7 @@ class MemoryAccess:
 
     def search_history(self, conn: apsw.Connection, query: str, limit: int) -> list[dict]:
         """Past messages of the person's own chats with Ash relevant to `query`."""
-        found = retrieval.search_messages(conn, self.settings, user_id=self.owner, query=query, limit=_limit(limit))
+        found = search_messages(conn, self.settings, user_id=self.owner, query=query, limit=_limit(limit))
         return [
             {
                 "id": r.id,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -58,6 +58,10 @@ def unknown_tools_refused(names: set[str]) -> Callable:
     return middleware
 
 
+# How a tool runs an operation of MemoryAccess: on a worker thread, with that thread's connection.
+Run = Callable[..., Awaitable[Any]]
+
+
 def build_server(settings: Settings, db: Database, principal: Principal) -> MCPServer:
     """An MCP server whose tools and resources act on `principal`'s memory only."""
     access = MemoryAccess(settings, principal)
@@ -67,6 +71,18 @@ def build_server(settings: Settings, db: Database, principal: Principal) -> MCPS
         return await asyncio.to_thread(lambda: operation(db.conn(), *args))
 
     server = MCPServer("ash", instructions=INSTRUCTIONS, log_level="WARNING")
+    tools = [(tool, READING) for tool in _reading_tools(run, access)]
+    if not principal.read_only:
+        tools += _writing_tools(run, access)
+    for tool, hints in tools:
+        server.add_tool(tool, annotations=hints, structured_output=False)
+    server.middleware.append(unknown_tools_refused({tool.__name__ for tool, _ in tools}))
+    _add_resources(server, run, access)
+    return server
+
+
+def _reading_tools(run: Run, access: MemoryAccess) -> list[Callable]:
+    """The tools that only read the person's memory (the SDK reads their signatures and docstrings)."""
 
     async def recall(query: Query, limit: Limit = 8) -> str:
         """Search the person's memory (saved facts and past messages) by meaning and by words.
@@ -84,6 +100,12 @@ def build_server(settings: Settings, db: Database, principal: Principal) -> MCPS
     async def export() -> str:
         """Everything Ash keeps of the person: profile, their chats' sessions and messages, saved facts."""
         return _json(await run(access.export))
+
+    return [recall, list_memories, search_history, export]
+
+
+def _writing_tools(run: Run, access: MemoryAccess) -> list[tuple[Callable, Any]]:
+    """The tools that change the person's memory, with their hints (a read-only token has none)."""
 
     async def remember(
         content: Annotated[str, Field(min_length=1, description="The fact or note, as one sentence.")],
@@ -107,12 +129,11 @@ def build_server(settings: Settings, db: Database, principal: Principal) -> MCPS
             raise ToolError(f"no memory #{id} of this person; nothing was deleted")
         return _json({"deleted_memory_ids": result["memory_ids"], "deleted_messages": result["messages"]})
 
-    tools = [(recall, READING), (list_memories, READING), (search_history, READING), (export, READING)]
-    if not principal.read_only:
-        tools += [(remember, WRITING), (forget, DELETING)]
-    for tool, hints in tools:
-        server.add_tool(tool, annotations=hints, structured_output=False)
-    server.middleware.append(unknown_tools_refused({tool.__name__ for tool, _ in tools}))
+    return [(remember, WRITING), (forget, DELETING)]
+
+
+def _add_resources(server: MCPServer, run: Run, access: MemoryAccess) -> None:
+    """The person's profile notes and recent conversations, as resources."""
 
     @server.resource("ash://profile/notes", name="profile-notes", mime_type="text/plain")
     async def profile_notes() -> str:
@@ -123,5 +144,3 @@ def build_server(settings: Settings, db: Database, principal: Principal) -> MCPS
     async def recent_sessions() -> str:
         """Summaries of the person's most recent conversations with Ash."""
         return _json(await run(access.recent_summaries))
-
-    return server

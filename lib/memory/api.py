@@ -1,6 +1,11 @@
 """What the agent and the channels call: the memory module's public surface.
 
-`retrieve_context` and `record_turn` are the two calls every turn makes.
+`retrieve_context` and `record_turn` are the two calls every turn makes. Searching and the
+index are memory's own business (lib/memory/search/, which nothing outside lib.memory imports:
+the `memory-search-inside` contract); the few calls others need of them are named here:
+searches for the operator's surfaces, the tools and MCP; the index's state and rebuild for
+`ash memory` and `ash doctor`; the embedder for `ash doctor`; how a transcript names a speaker;
+and closing the side connections of hybrid searches before a database file goes away.
 """
 
 from __future__ import annotations
@@ -11,10 +16,26 @@ from lib.config import Settings
 from lib.db import immediate
 from lib.memory import reinforce, store
 from lib.memory.extraction import enqueue as enqueue_extraction
-from lib.memory.index import index_messages
-from lib.memory.retrieval import search_all
+from lib.memory.search.chunking import speaker
+from lib.memory.search.embeddings import get_embedder
+from lib.memory.search.index import index_messages, index_status, reindex_all
+from lib.memory.search.parallel import close_side_connections
+from lib.memory.search.retrieval import search_all, search_knowledge, search_messages
 from lib.memory.types import SearchResult
 from lib.tokens import estimate_tokens
+
+__all__ = [
+    "close_side_connections",
+    "get_embedder",
+    "index_status",
+    "record_turn",
+    "reindex_all",
+    "retrieve_context",
+    "search_all",
+    "search_knowledge",
+    "search_messages",
+    "speaker",
+]
 
 # Items fetched before the token budget is applied.
 RETRIEVAL_CANDIDATES = 20
@@ -42,7 +63,7 @@ def retrieve_context(
 ) -> list[SearchResult]:
     """Past messages and knowledge relevant to `query` that `user_id` (a memory owner: a
     person, or a group, see lib/memory/scope.py) may see, best first, only what passes the
-    relevance floor (lib/memory/relevance.py: small talk pulls in nothing), within
+    relevance floor (lib/memory/search/relevance.py: small talk pulls in nothing), within
     `token_budget` (lowest relevance cut first). Messages already in the session's
     recent window may be excluded by the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
@@ -87,7 +108,7 @@ def record_turn(
 
     A turn resumed after a crash may be recorded twice for one update: the second time the
     stored answer is replaced rather than the exchange duplicated. With `embed=False` only the
-    full-text index is written now; `lib.memory.index.backfill_vectors` adds the vectors."""
+    full-text index is written now; `lib.memory.search.index.backfill_vectors` adds the vectors."""
     owner = owner or user_id
     # Who wrote it is the speaker_user_id column; the name is kept for the transcript.
     said = {**({"speaker": speaker} if speaker else {}), **(origin or {})} or None

@@ -10,6 +10,7 @@ import json
 import apsw
 
 from lib.db import now_iso, one, rows
+from lib.memory import store
 
 SESSION_COLUMNS = """
 s.id, s.provider, s.chat_id, s.chat_type, s.user_id, s.title, s.created_at, s.updated_at, s.closed_at,
@@ -24,10 +25,10 @@ ORDER BY s.updated_at DESC, s.id DESC
 LIMIT :limit
 """
 SESSION_SQL = f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?"
-MESSAGE_COLUMNS = "id, session_id, owner_user_id, role, content, token_count, created_at, update_id, metadata"
 SESSION_MESSAGES_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = :session AND id > :after ORDER BY id LIMIT :limit
+SELECT {store.MESSAGE_COLUMNS} FROM messages WHERE session_id = :session AND id > :after ORDER BY id LIMIT :limit
 """
+EXPORT_MESSAGE_COLUMNS = "id, session_id, owner_user_id, role, content, token_count, created_at, update_id, metadata"
 USER_COUNTS_SQL = """
 SELECT
     (SELECT count(*) FROM messages WHERE owner_user_id = :user) AS messages,
@@ -44,7 +45,9 @@ SELECT * FROM sessions s WHERE :user IS NULL OR s.user_id = :user
    OR EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.owner_user_id = :user)
 ORDER BY id
 """
-EXPORT_MESSAGES_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE :user IS NULL OR owner_user_id = :user ORDER BY id"
+EXPORT_MESSAGES_SQL = (
+    f"SELECT {EXPORT_MESSAGE_COLUMNS} FROM messages WHERE :user IS NULL OR owner_user_id = :user ORDER BY id"
+)
 EXPORT_MEMORIES_SQL = """
 SELECT * FROM memories WHERE :user IS NULL OR owner_user_id = :user OR is_global = 1 ORDER BY id
 """
@@ -69,10 +72,12 @@ def session(conn: apsw.Connection, session_id: int) -> dict | None:
     return {**found, "has_summary": bool(found["has_summary"])} if found else None
 
 
-def session_messages(conn: apsw.Connection, session_id: int, *, after_id: int = 0, limit: int = 200) -> list[dict]:
+def session_messages(
+    conn: apsw.Connection, session_id: int, *, after_id: int = 0, limit: int = 200
+) -> list[store.StoredMessage]:
     """A session's messages in order, after `after_id`."""
     found = rows(conn, SESSION_MESSAGES_SQL, {"session": session_id, "after": after_id, "limit": limit})
-    return [_decode(r, "metadata") for r in found]
+    return [store.stored_message(r) for r in found]
 
 
 def profiles(conn: apsw.Connection) -> list[dict]:
@@ -81,7 +86,7 @@ def profiles(conn: apsw.Connection) -> list[dict]:
 
 
 def _memory(row: dict) -> dict:
-    # The API says true/false (lib/web/api.py MemoryOut); the column holds 0/1.
+    # The export says true/false, as the API does; the column holds 0/1.
     return {**_decode(row, "metadata"), "is_global": bool(row["is_global"])}
 
 

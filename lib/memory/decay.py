@@ -43,7 +43,7 @@ def retire_decayed(
     conn: apsw.Connection, settings: Settings, *, now: str | None = None, actor: str = "gc"
 ) -> list[int]:
     """Retire every extracted fact whose confidence has decayed to `retire_below`; returns their ids."""
-    from lib.memory import index
+    from lib.memory.search import index
 
     now = now or now_iso()
     floor = settings.config.memory.retire_below
@@ -62,7 +62,7 @@ def retire_decayed(
 
 def restore(conn: apsw.Connection, settings: Settings, memory_id: int, *, actor: str) -> bool:
     """Bring a retired entry back into retrieval (its decay clock starts again); False if it was not retired."""
-    from lib.memory import index
+    from lib.memory.search import index
 
     with immediate(conn):
         found = one(conn, "SELECT owner_user_id FROM memories WHERE id = ? AND retired_at IS NOT NULL", (memory_id,))

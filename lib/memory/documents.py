@@ -22,7 +22,8 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import audit, chunking, index, knowledge
+from lib.memory import audit, knowledge
+from lib.memory.search import chunking, index
 
 SOURCE = "document"
 # A section's text, its header ("[report.pdf, page 3] ") included, fits one index chunk.
@@ -99,35 +100,34 @@ def keep_document(
                 "file_unique_id": file_unique_id,
                 "section": number,
                 "sections": len(sections),
+                **({"part": label} if label else {}),
+                **({"pages": pages} if pages is not None else {}),
+                **({"sent_by": sent_by} if sent_by is not None else {}),
             }
-            if label:
-                metadata["part"] = label
-            if pages is not None:
-                metadata["pages"] = pages
-            if sent_by is not None:
-                metadata["sent_by"] = sent_by
-            conn.execute(
-                knowledge.INSERT_SQL,
-                {
-                    "id": knowledge.next_id(conn),
-                    "content": text,
-                    "source": SOURCE,
-                    "owner": owner,
-                    "is_global": 0,
-                    "subject": name,
-                    "confidence": 1.0,
-                    "now": stamp,
-                    "expires_at": None,
-                    "source_message_id": None,
-                    "metadata": json.dumps(metadata),
-                },
-            )
+            conn.execute(knowledge.INSERT_SQL, _section_row(conn, owner, name, text, metadata, stamp))
             ids.append(conn.last_insert_rowid())
         index.index_memories(conn, settings, ids, embed=False)
         audit.record(conn, _actor(sent_by), "memory_add", ids, owner, source=SOURCE, sections=len(ids))
     if embed:
         index.index_memories(conn, settings, ids)
     return ids
+
+
+def _section_row(conn: apsw.Connection, owner: str, name: str, text: str, metadata: dict, stamp: str) -> dict:
+    """One section as a knowledge row: the file's name is its subject, its confidence whole."""
+    return {
+        "id": knowledge.next_id(conn),
+        "content": text,
+        "source": SOURCE,
+        "owner": owner,
+        "is_global": 0,
+        "subject": name,
+        "confidence": 1.0,
+        "now": stamp,
+        "expires_at": None,
+        "source_message_id": None,
+        "metadata": json.dumps(metadata),
+    }
 
 
 def _actor(sent_by: str | None) -> str:

@@ -197,12 +197,12 @@ def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
 
 def _candidates(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact) -> list[knowledge.Knowledge]:
     """The user's active entries most like `fact`: hybrid search hits and same-subject entries."""
-    from lib.memory import retrieval
+    from lib.memory.search import retrieval
 
     found: dict[int, knowledge.Knowledge] = {}
     for result in retrieval.search_knowledge(conn, settings, user_id=user_id, query=fact.content, limit=5):
         entry = knowledge.get(conn, result.id)
-        if entry and entry.owner_user_id == user_id and entry.is_active():
+        if entry and entry.owner_user_id == user_id and entry.active:
             found[entry.id] = entry
     if fact.subject:
         for entry in knowledge.active_facts(conn, user_id):
@@ -234,30 +234,18 @@ def _update_notes(conn: apsw.Connection, user_id: str, added: list[str], removed
     store.set_notes(conn, user_id, "\n".join(lines).strip())
 
 
-async def extract_for_user(db: Database, settings: Settings, user_id: str, through: int, complete: Complete) -> Report:
-    """Run one extraction for the user's messages up to `through`."""
-    report = Report(user_id=user_id)
+async def _sift(
+    db: Database,
+    settings: Settings,
+    user_id: str,
+    facts: list[Fact],
+    messages: list[dict],
+    known: list[knowledge.Knowledge],
+    report: Report,
+) -> list[Fact]:
+    """The facts worth storing: confident enough, not stored already (a fact known in other words
+    reinforces the stored one instead), each once, tied to a message of this batch."""
     memory = settings.config.memory
-
-    def load() -> tuple[list[dict], list[knowledge.Knowledge]]:
-        conn = db.conn()
-        return _load_batch(conn, settings, user_id, through), knowledge.active_facts(conn, user_id)
-
-    messages, known = await asyncio.to_thread(load)
-    report.messages = len(messages)
-    if not messages:
-        await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
-        return report
-    try:
-        answer = await complete(system=EXTRACT_SYSTEM, prompt=_extract_prompt(messages, known), user_id=user_id)
-    except Exception as exc:
-        # The model is down or refused: keep the queue row and try again later.
-        report.error = f"{type(exc).__name__}: {exc}"
-        log.warning("extraction for user %s failed, retrying later: %s", user_id, report.error)
-        retry_at = time.time() + max(memory.extraction_debounce_seconds, 1.0) * 4
-        await asyncio.to_thread(lambda: db.conn().execute(RESCHEDULE_SQL, (retry_at, user_id)))
-        return report
-    facts = parse_facts(answer)
     known_texts = {k.content.casefold() for k in known}
     message_ids = {m["id"] for m in messages}
     kept = []
@@ -282,40 +270,75 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
         if fact.message_id not in message_ids:
             fact.message_id = messages[-1]["id"]
         kept.append(fact)
+    return kept
+
+
+async def _store(
+    db: Database, settings: Settings, user_id: str, fact: Fact, complete: Complete, report: Report
+) -> None:
+    """Store one fact, superseding the entries the model says it contradicts, and note it in the
+    person's profile notes."""
+    candidates = await asyncio.to_thread(lambda: _candidates(db.conn(), settings, user_id, fact))
+    replaced: list[int] = []
+    if candidates:
+        try:
+            verdict = await complete(system=CHECK_SYSTEM, prompt=_check_prompt(fact, candidates), user_id=user_id)
+            replaced = parse_superseded(verdict, {c.id for c in candidates})
+        except Exception as exc:
+            # Without a verdict both facts stay active; a later run can still settle it.
+            log.warning("supersession check for user %s failed: %s", user_id, exc)
+    removed = [c.content for c in candidates if c.id in replaced]
+
+    def store_fact() -> int:
+        conn = db.conn()
+        with immediate(conn):
+            new_id = knowledge.add(
+                conn,
+                settings,
+                fact.content,
+                owner_user_id=user_id,
+                subject=fact.subject,
+                confidence=fact.confidence,
+                source="extraction",
+                source_message_id=fact.message_id,
+                actor=EXTRACTION_ACTOR,
+            )
+            for old_id in replaced:
+                knowledge.supersede(conn, old_id, new_id, actor=EXTRACTION_ACTOR, source_message_id=fact.message_id)
+            _update_notes(conn, user_id, [fact.content], removed)
+        return new_id
+
+    new_id = await asyncio.to_thread(store_fact)
+    report.stored.append(new_id)
+    report.superseded.update(dict.fromkeys(replaced, new_id))
+
+
+async def extract_for_user(db: Database, settings: Settings, user_id: str, through: int, complete: Complete) -> Report:
+    """Run one extraction for the user's messages up to `through`."""
+    report = Report(user_id=user_id)
+    memory = settings.config.memory
+
+    def load() -> tuple[list[dict], list[knowledge.Knowledge]]:
+        conn = db.conn()
+        return _load_batch(conn, settings, user_id, through), knowledge.active_facts(conn, user_id)
+
+    messages, known = await asyncio.to_thread(load)
+    report.messages = len(messages)
+    if not messages:
+        await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
+        return report
+    try:
+        answer = await complete(system=EXTRACT_SYSTEM, prompt=_extract_prompt(messages, known), user_id=user_id)
+    except Exception as exc:
+        # The model is down or refused: keep the queue row and try again later.
+        report.error = f"{type(exc).__name__}: {exc}"
+        log.warning("extraction for user %s failed, retrying later: %s", user_id, report.error)
+        retry_at = time.time() + max(memory.extraction_debounce_seconds, 1.0) * 4
+        await asyncio.to_thread(lambda: db.conn().execute(RESCHEDULE_SQL, (retry_at, user_id)))
+        return report
+    kept = await _sift(db, settings, user_id, parse_facts(answer), messages, known, report)
     for fact in kept:
-        candidates = await asyncio.to_thread(lambda fact=fact: _candidates(db.conn(), settings, user_id, fact))
-        replaced: list[int] = []
-        if candidates:
-            try:
-                verdict = await complete(system=CHECK_SYSTEM, prompt=_check_prompt(fact, candidates), user_id=user_id)
-                replaced = parse_superseded(verdict, {c.id for c in candidates})
-            except Exception as exc:
-                # Without a verdict both facts stay active; a later run can still settle it.
-                log.warning("supersession check for user %s failed: %s", user_id, exc)
-        removed = [c.content for c in candidates if c.id in replaced]
-
-        def store_fact(fact: Fact = fact, replaced: list[int] = replaced, removed: list[str] = removed) -> int:
-            conn = db.conn()
-            with immediate(conn):
-                new_id = knowledge.add(
-                    conn,
-                    settings,
-                    fact.content,
-                    owner_user_id=user_id,
-                    subject=fact.subject,
-                    confidence=fact.confidence,
-                    source="extraction",
-                    source_message_id=fact.message_id,
-                    actor=EXTRACTION_ACTOR,
-                )
-                for old_id in replaced:
-                    knowledge.supersede(conn, old_id, new_id, actor=EXTRACTION_ACTOR, source_message_id=fact.message_id)
-                _update_notes(conn, user_id, [fact.content], removed)
-            return new_id
-
-        new_id = await asyncio.to_thread(store_fact)
-        report.stored.append(new_id)
-        report.superseded.update(dict.fromkeys(replaced, new_id))
+        await _store(db, settings, user_id, fact, complete, report)
     await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
     log.info(
         "extraction for user %s: %d messages, %d facts stored, %d dropped, %d superseded",

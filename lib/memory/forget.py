@@ -62,7 +62,7 @@ def secure_delete(conn: apsw.Connection, settings: Settings) -> Iterator[None]:
 
 
 def _index():
-    from lib.memory import index
+    from lib.memory.search import index
 
     return index
 
@@ -201,7 +201,7 @@ def resolve_target(
         return entry
     if user_id is None:
         raise ValueError("forgetting by query needs a user id")
-    from lib.memory import retrieval
+    from lib.memory.search import retrieval
 
     # Words, not meaning: deleting "the closest thing" to a query could delete an unrelated entry.
     found = retrieval.search_knowledge(conn, settings, user_id=user_id, query=str(target), limit=10, mode="fts")

@@ -41,7 +41,7 @@ def _delete_with_history(conn: apsw.Connection, memory_ids: list[int], *, actor:
 
 def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None, actor: str = "gc") -> dict:
     """Remove expired entries, prune orphaned index rows, enforce `max_entries`; returns counts."""
-    from lib.memory import index
+    from lib.memory.search import index
 
     now = now or now_iso()
     with immediate(conn):

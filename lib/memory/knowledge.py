@@ -1,14 +1,14 @@
 """Knowledge entries: facts and notes with an owner, a confidence, an optional expiry and a
 supersession link (an updated fact keeps the old one, marked and linked, out of retrieval).
 
-Every write keeps the search index in step through `lib.memory.index`.
+Every write keeps the search index in step through `lib.memory.search.index`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import apsw
@@ -83,7 +83,7 @@ GROUP BY source ORDER BY n DESC
 
 @dataclass(frozen=True)
 class Knowledge:
-    """One knowledge entry as stored."""
+    """One knowledge entry as stored: what the admin API shows of an entry, as it is."""
 
     id: int
     content: str
@@ -98,15 +98,21 @@ class Knowledge:
     superseded_at: str | None
     source_message_id: int | None
     metadata: dict
+    # Neither superseded nor expired when it was read.
+    active: bool
+    # How well it matched the search that found it; None when it was read, not searched for.
+    score: float | None = None
 
-    def is_active(self, now: str | None = None) -> bool:
-        """Neither superseded nor expired."""
-        now = now or now_iso()
-        return self.superseded_by is None and (self.expires_at is None or self.expires_at > now)
+    def found(self, score: float) -> Knowledge:
+        """The entry as a search found it, with the search's score."""
+        return replace(self, score=score)
 
 
 def _entry(row: dict) -> Knowledge:
-    return Knowledge(**{**row, "is_global": bool(row["is_global"]), "metadata": json.loads(row["metadata"])})
+    active = row["superseded_by"] is None and (row["expires_at"] is None or row["expires_at"] > now_iso())
+    return Knowledge(
+        **{**row, "is_global": bool(row["is_global"]), "metadata": json.loads(row["metadata"]), "active": active}
+    )
 
 
 _RELATIVE = re.compile(r"^\+?\s*(\d+)\s*(m|min|h|d|w)$", re.IGNORECASE)
@@ -146,7 +152,7 @@ def next_id(conn: apsw.Connection) -> int:
 
 def _index():
     # The retrieval engine pulls in the embedding model's code; loaded only when a write needs it.
-    from lib.memory import index
+    from lib.memory.search import index
 
     return index
 

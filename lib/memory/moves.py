@@ -32,7 +32,7 @@ def move_group_memory(conn: apsw.Connection, old_chat_id: int | str, new_chat_id
 
     Vectors are partitioned by owner inside vec0, which cannot change a partition key in place:
     each moved chunk's vector is taken out and put back under the new owner, unchanged."""
-    from lib.memory import vectors  # numpy: loaded by the first move, not at start-up
+    from lib.memory.search import vectors  # numpy: loaded by the first move, not at start-up
 
     old, new = group_owner(old_chat_id), group_owner(new_chat_id)
     moved_vectors = 0

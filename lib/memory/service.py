@@ -67,7 +67,7 @@ class MemoryService:
 
     async def embed_pending(self) -> int:
         """Embed chunks stored without a vector (new turns); returns how many."""
-        from lib.memory import index
+        from lib.memory.search import index
 
         total = 0
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import zoneinfo
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -33,6 +34,8 @@ class Session:
 
 @dataclass(frozen=True)
 class StoredMessage:
+    """One message as stored: what the agent's history and the admin API read, as it is."""
+
     id: int
     session_id: int
     owner_user_id: str
@@ -40,8 +43,9 @@ class StoredMessage:
     content: str
     token_count: int
     created_at: str
-    metadata: dict
-    speaker_user_id: str | None = None
+    update_id: int | None
+    metadata: dict[str, Any]
+    speaker_user_id: str | None
 
 
 @dataclass(frozen=True)
@@ -69,10 +73,12 @@ INSERT INTO messages (session_id, owner_user_id, role, content, token_count, cre
                       speaker_user_id)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-RECENT_MESSAGES_SQL = """
+MESSAGE_COLUMNS = (
+    "id, session_id, owner_user_id, role, content, token_count, created_at, metadata, speaker_user_id, update_id"
+)
+RECENT_MESSAGES_SQL = f"""
 SELECT * FROM (
-    SELECT id, session_id, owner_user_id, role, content, token_count, created_at, metadata, speaker_user_id
-    FROM messages WHERE session_id = ? AND id > ? ORDER BY id DESC LIMIT ?
+    SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ? ORDER BY id DESC LIMIT ?
 ) ORDER BY id
 """
 UPSERT_PROFILE_SQL = """
@@ -172,8 +178,12 @@ def add_message(
 
 def recent_messages(conn: apsw.Connection, session_id: int, limit: int, after_id: int = 0) -> list[StoredMessage]:
     """The last `limit` messages of a session after `after_id`, oldest first."""
-    found = rows(conn, RECENT_MESSAGES_SQL, (session_id, after_id, limit))
-    return [StoredMessage(**{**r, "metadata": json.loads(r["metadata"])}) for r in found]
+    return [stored_message(r) for r in rows(conn, RECENT_MESSAGES_SQL, (session_id, after_id, limit))]
+
+
+def stored_message(row: dict) -> StoredMessage:
+    """A message read with MESSAGE_COLUMNS."""
+    return StoredMessage(**{**row, "metadata": json.loads(row["metadata"])})
 
 
 def touch_profile(

@@ -1,10 +1,11 @@
 """Run shell commands in a locked-down Docker container, one warm container per chat.
 
 The `Sandbox` here keeps each chat's warm container, runs commands in it and removes it when
-idle. What it is built from lives beside it: engine (the connection to the Docker engine and its
-errors), layout (names, labels, and every limit and lock-down of a container), scripts (the
-shell run inside containers), output (a command's capped output and the text the model sees),
-workspace (each chat's fixed-size `/workspace`) and image (the sandbox and tools images).
+idle. What it is built from lives beside it: execution (one command: the exec, its timeout, the
+reaper, the OOM check), engine (the connection to the Docker engine and its errors), layout
+(names, labels, and every limit and lock-down of a container), scripts (the shell run inside
+containers), output (a command's capped output and the text the model sees), workspace (each
+chat's fixed-size `/workspace`) and image (the sandbox and tools images).
 
 Why warm containers: a command in a running container takes a fraction of a container's
 create/start/remove cycle (figures in docs/sandbox.md, from bench/sandbox_latency.py).
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import threading
 import time
 import uuid
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from lib.errors import DockerError
 from lib.sandbox.engine import connect, docker_error
-from lib.sandbox.image import SANDBOX_ENV, SANDBOX_USER, WORKDIR
+from lib.sandbox.execution import ContainerGone, oom_killed, reap, run_command
 from lib.sandbox.layout import (
     CHAT_LABEL,
     IDLE_LABEL,
@@ -42,8 +42,7 @@ from lib.sandbox.layout import (
     container_name,
     container_options,
 )
-from lib.sandbox.output import SIGKILL_EXIT, CommandResult, OutputCap
-from lib.sandbox.scripts import COMMAND_WRAPPER, OOM_COUNTER, REAPER
+from lib.sandbox.output import SIGKILL_EXIT, CommandResult
 from lib.sandbox.workspace import Workspaces, last_used
 from lib.threads import Pool
 
@@ -114,7 +113,7 @@ class Sandbox:
                 container_id = self._ensure_container(key)
                 try:
                     return self._exec(container_id, command)
-                except _ContainerGone:
+                except ContainerGone:
                     # It went away between our check and the exec: start a fresh one once.
                     return self._exec(self._ensure_container(key), command)
             except DockerError:
@@ -192,101 +191,31 @@ class Sandbox:
         return self._workspaces.delete(self.client, key)
 
     def _exec(self, container_id: str, command: str) -> CommandResult:
-        import docker.errors
-
         api = self.client.api
-        try:
-            exec_id = api.exec_create(
-                container_id,
-                ["/bin/sh", "-c", COMMAND_WRAPPER, "sh", command],
-                user=SANDBOX_USER,
-                environment=dict(SANDBOX_ENV),
-                workdir=WORKDIR,
-                stdout=True,
-                stderr=True,
-            )["Id"]
-        except docker.errors.APIError as exc:
-            if exc.status_code in (404, 409):
-                raise _ContainerGone from None
-            raise
-        killed = threading.Event()
-
-        def kill() -> None:
-            # Docker cannot kill an exec alone; killing the container stops everything it started.
-            killed.set()
-            try:
-                api.kill(container_id)
-            except Exception as exc:
-                log.warning("could not kill timed-out sandbox %s: %s", container_id[:12], exc)
-
-        cap = OutputCap(self.config.output_limit)
-        started = time.monotonic()
-        timer = threading.Timer(self.config.timeout, kill)
-        timer.daemon = True
-        timer.start()
-        try:
-            for chunk in api.exec_start(exec_id, stream=True):
-                cap.feed(chunk)
-        except Exception:
-            if not killed.is_set():
-                raise
-        finally:
-            timer.cancel()
-        duration = time.monotonic() - started
-        if killed.is_set():
+        ran = run_command(
+            api, container_id, command, timeout=self.config.timeout, output_limit=self.config.output_limit
+        )
+        if ran.timed_out:
             self._retire(container_id)
-        exit_code = None if killed.is_set() else _exit_code(api, exec_id)
-        oom = exit_code == SIGKILL_EXIT and self._oom_killed(container_id)
+        oom = ran.exit_code == SIGKILL_EXIT and oom_killed(api, container_id)
         if oom:
             # A container that hit its memory limit is replaced: the next command starts clean.
             self._retire(container_id)
-        elif not killed.is_set():
-            self._reap(container_id)
-            self._used(container_id)
+        elif not ran.timed_out:
+            # Whatever the command started dies with it; a container where something survived goes.
+            if reap(api, container_id):
+                self._used(container_id)
+            else:
+                self._retire(container_id)
         return CommandResult(
-            output=cap.text(),
-            exit_code=exit_code,
-            duration=duration,
-            timed_out=killed.is_set(),
+            output=ran.output.text(),
+            exit_code=ran.exit_code,
+            duration=ran.duration,
+            timed_out=ran.timed_out,
             oom=oom,
-            truncated=cap.truncated,
-            output_bytes=cap.total,
+            truncated=ran.output.truncated,
+            output_bytes=ran.output.total,
         )
-
-    def _reap(self, container_id: str) -> None:
-        """Kill every process the command left (REAPER); replace the container if that fails."""
-        import docker.errors
-
-        api = self.client.api
-        try:
-            exec_id = api.exec_create(container_id, ["/bin/sh", "-c", REAPER], user=SANDBOX_USER)["Id"]
-            api.exec_start(exec_id)
-            code = _exit_code(api, exec_id)
-        except docker.errors.APIError as exc:
-            if exc.status_code in (404, 409):
-                return  # the command stopped the container itself: nothing left to kill
-            raise
-        if code != 0:
-            log.warning("sandbox %s: processes survived the reaper (exit %s); replacing it", container_id[:12], code)
-            self._retire(container_id)
-
-    def _oom_killed(self, container_id: str) -> bool:
-        """Whether the kernel's OOM killer fired in the container (its cgroup counts kills)."""
-        import docker.errors
-
-        api = self.client.api
-        try:
-            exec_id = api.exec_create(container_id, ["/bin/sh", "-c", OOM_COUNTER], user=SANDBOX_USER)["Id"]
-            counters = api.exec_start(exec_id).decode("utf-8", "replace")
-        except docker.errors.APIError:
-            return True  # PID 1 itself went: only the OOM killer sends SIGKILL unasked.
-        kills = re.search(r"^oom_kill (\d+)", counters, re.MULTILINE)
-        if kills:
-            return int(kills.group(1)) > 0
-        try:  # no counter (old kernel): the engine's flag, set from the OOM event
-            return bool(api.inspect_container(container_id)["State"].get("OOMKilled"))
-        except docker.errors.NotFound:
-            return True
 
     # The sweeper: idle containers and expired workspaces.
 
@@ -429,17 +358,3 @@ def shared_sandbox(config: SandboxConfig) -> Sandbox:
         if key not in _SHARED:
             _SHARED[key] = Sandbox(config)
         return _SHARED[key]
-
-
-class _ContainerGone(Exception):
-    """The warm container stopped between lookup and exec."""
-
-
-def _exit_code(api: Any, exec_id: str) -> int | None:
-    """The exec's exit code; the engine may need a moment to record it after the stream ends."""
-    for _ in range(50):
-        info = api.exec_inspect(exec_id)
-        if not info.get("Running") and info.get("ExitCode") is not None:
-            return info["ExitCode"]
-        time.sleep(0.01)
-    return None

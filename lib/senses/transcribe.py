@@ -47,7 +47,7 @@ class OpenAITranscriber:
 
     def __init__(self, api_key: str | None, base_url: str | None, model: str, timeout: float = TIMEOUT):
         self.model = model
-        # base_url is an origin, like OPENAI_BASE_URL (lib/config.py drops a trailing /v1).
+        # base_url is an origin, like OPENAI_BASE_URL (lib/config/environment.py drops a trailing /v1).
         self._base_url = f"{base_url.rstrip('/').removesuffix('/v1')}/v1" if base_url else None
         self._api_key = api_key or PLACEHOLDER_KEY
         self._timeout = timeout

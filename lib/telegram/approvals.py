@@ -16,10 +16,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lib.agent import pending
-from lib.agent.approval import ApprovalRequest
-from lib.agent.contract import TurnInput, TurnResult
-from lib.agent.steps import minutes
+from lib.agent import (
+    ApprovalRequest,
+    PendingAction,
+    TurnInput,
+    TurnResult,
+    expired_actions,
+    get_action,
+    mark_shown,
+    open_actions,
+)
 from lib.errors import TelegramError
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime
@@ -90,17 +96,15 @@ async def run_agent_turn(
     sink: TelegramSink,
     *,
     housekeeper: MemoryService | None = None,
-    on_schedule_change: Callable[[], None] | None = None,
 ) -> TurnResult:
     """The agent's turn for Telegram: risky calls are asked about with buttons under the answer."""
-    from lib.agent.turn import run_turn
+    from lib.agent import run_turn
 
     return await run_turn(
         runtime,
         turn,
         sink,
         housekeeper=housekeeper,
-        on_schedule_change=on_schedule_change,
         approvals=TelegramApprovals(sink),
     )
 
@@ -108,34 +112,26 @@ async def run_agent_turn(
 class ApprovalButtons:
     """Presses on Run / Deny, and requests that end unanswered."""
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        client: Callable[[], TelegramClient],
-        db: Db,
-        *,
-        on_schedule_change: Callable[[], None] | None = None,
-    ):
+    def __init__(self, runtime: Runtime, client: Callable[[], TelegramClient], db: Db):
         self.runtime = runtime
         self._client = client
         self._db = db
-        self.on_schedule_change = on_schedule_change
 
     async def shown(self, action_id: int, sink: TelegramSink) -> None:
         """The question went out: remember which message holds its buttons."""
         if sink.message_ids:
-            await self._db(pending.shown_in, action_id, sink.message_ids[-1])
+            await self._db(mark_shown, action_id, sink.message_ids[-1])
 
     async def press(
         self, query: CallbackQuery, sink_for: Callable[[int, str, Placement], TelegramSink]
     ) -> tuple[str, str | None]:
         """Act on Run / Deny; `sink_for(chat_id, chat_type, placement)` gives the resumed answer's sink."""
-        from lib.agent.resume import resume_turn
+        from lib.agent import resume_turn
 
         client = self._client()
         try:
             action_id, choice = (query.data or "")[len(PREFIX) :].split(":", 1)
-            action = await self._db(pending.get, int(action_id))
+            action = await self._db(get_action, int(action_id))
         except ValueError:
             action = None
         if action is None:
@@ -144,7 +140,7 @@ class ApprovalButtons:
         if str(query.from_.id) != action.user_id:
             await self._toast(client, query, NOT_YOURS)
             return "done", f"approval #{action.id}: pressed by {query.from_.id}, not {action.user_id}"
-        if action.status != pending.PENDING or choice not in (RUN, DENY):
+        if not action.undecided or choice not in (RUN, DENY):
             await self._toast(client, query, ALREADY)
             return "done", f"approval #{action.id}: already {action.status}"
         if time.time() >= action.expires_at:
@@ -163,7 +159,6 @@ class ApprovalButtons:
             by=str(query.from_.id),
             sink=sink,
             approvals=approvals,
-            on_schedule_change=self.on_schedule_change,
             before=lambda: self._settle(client, query, action.id, "approved" if approved else "denied"),
         )
         if resumed is None:  # decided by a press or the timeout in between
@@ -189,16 +184,11 @@ class ApprovalButtons:
         with contextlib.suppress(TelegramError):
             await client.answer_callback_query(query.id, text)
 
-    async def _close(self, action_id: int, status: str) -> pending.PendingAction | None:
+    async def _close(self, action_id: int, status: str) -> PendingAction | None:
         """End a request nobody answered in time, or that a new message replaced."""
-        from lib.agent.resume import EXPIRED, SUPERSEDED, close_unanswered
+        from lib.agent import close_unanswered
 
-        action = await self._db(pending.get, action_id)
-        if action is None:
-            return None
-        timeout = self.runtime.settings.config.sandbox.approval_timeout
-        note = (EXPIRED if status == "expired" else SUPERSEDED).format(tool=action.tool_name, minutes=minutes(timeout))
-        closed = await asyncio.to_thread(close_unanswered, self.runtime, action_id, status, note)
+        closed = await asyncio.to_thread(close_unanswered, self.runtime, action_id, status)
         if closed is None:
             return None
         await self._task_run(closed, "skipped", f"{closed.tool_name} needed approval and got none ({status})")
@@ -209,7 +199,7 @@ class ApprovalButtons:
                 )
         return closed
 
-    async def _task_run(self, action: pending.PendingAction, outcome: str, note: str, *, tell: bool = True) -> None:
+    async def _task_run(self, action: PendingAction, outcome: str, note: str, *, tell: bool = True) -> None:
         """A scheduled task's run (negative update id: lib/inbox/scheduler.py) waited on this
         request: record how it ended, and say so in its chat when it was skipped unanswered."""
         from lib.schedule import store as schedules
@@ -227,13 +217,13 @@ class ApprovalButtons:
             with contextlib.suppress(TelegramError):
                 await self._client().send_message(int(action.chat_id), text, placement=placement)
 
-    async def supersede(self, provider: str, chat_id: str, user_id: str) -> list[pending.PendingAction]:
+    async def supersede(self, provider: str, chat_id: str, user_id: str) -> list[PendingAction]:
         """The person wrote again before answering: their waiting calls in this chat are not run."""
-        ids = await self._db(pending.open_for, provider, chat_id, user_id)
+        ids = await self._db(open_actions, provider, chat_id, user_id)
         closed = [await self._close(action_id, "superseded") for action_id in ids]
         return [action for action in closed if action is not None]
 
-    async def expire(self) -> list[pending.PendingAction]:
+    async def expire(self) -> list[PendingAction]:
         """Requests whose time ran out: not run (the inbox worker's sweep calls this)."""
-        closed = [await self._close(action_id, "expired") for action_id in await self._db(pending.expired)]
+        closed = [await self._close(action_id, "expired") for action_id in await self._db(expired_actions)]
         return [action for action in closed if action is not None]

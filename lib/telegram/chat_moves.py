@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import apsw
 
-from lib.agent.presets import move_pick
+from lib.agent import move_pick
 from lib.db import immediate
 from lib.memory import store
 from lib.memory.moves import move_group_memory

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 
-from lib.agent.contract import TurnInput
-from lib.agent.prompt import speaker_name
+from lib.agent import TurnInput, speaker_name
 from lib.telegram.kinds import RECORDING_NOUNS, message_content
 from lib.telegram.types import Chat, Message, MessageOrigin, User
 

@@ -1,12 +1,13 @@
 """The model's Markdown as Telegram HTML, split into messages Telegram accepts.
 
-lib/telegram/markdown.py reads the Markdown into lines of runs (characters with their formats);
-this module writes them as HTML within Telegram's rules (lib/telegram/html_rules.py quotes them):
-code may not sit inside bold, italic, strikethrough or a link, so those are closed before inline
-code and reopened after it (code inside a link's text shows as the link's plain text), a code
-block without a language is a bare `<pre>`, and quotations are `<blockquote>`. Every message is
-checked against the rules before it leaves; one that broke them (a bug) would go out as escaped
-text rather than be refused by Telegram.
+lib/telegram/markdown.py (blocks) and inline_markdown.py (inside a line) read the Markdown into
+lines of runs (characters with their formats); this module writes them as HTML within Telegram's
+rules (lib/telegram/html_rules.py quotes them): code may not sit inside bold, italic,
+strikethrough or a link, so those are closed before inline code and reopened after it (code
+inside a link's text shows as the link's plain text), a code block without a language is a bare
+`<pre>`, and quotations are `<blockquote>`. Every message is checked against the rules before it
+leaves; one that broke them (a bug) would go out as escaped text rather than be refused by
+Telegram.
 
 A message's visible text (tags removed, entities counted as one character) may hold at most 4096
 UTF-16 code units (https://core.telegram.org/bots/api#sendmessage), so long answers are split
@@ -21,7 +22,8 @@ import logging
 import re
 
 from lib.telegram.html_rules import violation
-from lib.telegram.markdown import Block, Line, Run, read_lines, tag_name
+from lib.telegram.inline_markdown import Run, tag_name
+from lib.telegram.markdown import Block, Line, read_lines
 
 log = logging.getLogger("ash.telegram")
 

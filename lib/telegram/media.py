@@ -9,7 +9,7 @@ from datetime import datetime
 
 import msgspec
 
-from lib.agent.contract import Image
+from lib.agent import Image
 from lib.db import Database
 from lib.errors import TelegramError
 from lib.inbox import queue as inbox

@@ -12,7 +12,7 @@ import logging
 
 import apsw
 
-from lib.agent.presets import pick_preset, picked_preset
+from lib.agent import pick_preset, picked_preset
 from lib.config import DEFAULT_PRESET, LLMConfig, Settings
 from lib.memory.scope import is_group
 from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup

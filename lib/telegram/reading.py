@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from lib.agent.contract import Image, TurnInput
+from lib.agent import Image, TurnInput
 from lib.config import DocumentsConfig
 from lib.errors import BadRequest
 from lib.memory.scope import memory_owner

@@ -16,8 +16,7 @@ from typing import Any
 
 import msgspec
 
-from lib.agent import pending
-from lib.agent.contract import TurnInput, TurnResult
+from lib.agent import TurnInput, TurnResult, mark_shown
 from lib.config import Settings
 from lib.inbox import queue as inbox
 from lib.inbox.scheduler import PAYLOAD_DECODER, Payload
@@ -127,7 +126,7 @@ class ScheduledRuns:
                 # A risky call waits for Run / Deny: the run is recorded when it is answered, or
                 # reported skipped when it is not (lib/telegram/approvals.py).
                 if sink.message_ids:
-                    await self._db(pending.shown_in, result.waiting_for, sink.message_ids[-1])
+                    await self._db(mark_shown, result.waiting_for, sink.message_ids[-1])
                 return "done", f"scheduled task #{job.id}: waiting for approval #{result.waiting_for}"
             ok = result.ok
         await self._db(schedules.finish_run, payload.run_id, "sent" if ok else "failed")
@@ -145,7 +144,7 @@ class ScheduledRuns:
         return None
 
     async def _over_budget(self, job: schedules.Job) -> bool:
-        from lib.agent.usage import over_budget
+        from lib.agent import over_budget
 
         return await self._db(over_budget, self.settings, job.user_id)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from lib.agent.contract import TurnInput, TurnResult
+from lib.agent import TurnInput, TurnResult
 from lib.errors import BadRequest, Forbidden, InvalidToken, TelegramError
 from lib.inbox import queue as inbox
 from lib.inbox.worker import STOP_REQUESTED, InboxWorker, Permanent
@@ -90,7 +90,6 @@ class TelegramUpdates:
         client: TelegramClient | None = None,
         album_wait: float = ALBUM_WAIT,
         worker_id: str,
-        on_schedule_change: Callable[[], None] | None = None,
     ):
         self.runtime = runtime
         self.settings = runtime.settings
@@ -103,7 +102,6 @@ class TelegramUpdates:
         self._me_at = 0.0
         self.buttons = ButtonPresses(lambda: self.client, self._db, self.settings)
         self._approvals: ApprovalButtons | None = None
-        self._on_schedule_change = on_schedule_change
         self._why: WhyButtons | None = None
         self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
@@ -124,9 +122,7 @@ class TelegramUpdates:
         if self._approvals is None:
             from lib.telegram.approvals import ApprovalButtons
 
-            self._approvals = ApprovalButtons(
-                self.runtime, lambda: self.client, self._db, on_schedule_change=self._on_schedule_change
-            )
+            self._approvals = ApprovalButtons(self.runtime, lambda: self.client, self._db)
         return self._approvals
 
     @property
@@ -541,10 +537,10 @@ class TelegramUpdates:
     async def sweep(self) -> None:
         """Periodic work (the inbox worker's sweep): Run / Deny requests whose time ran out are
         not run; a scheduled task's run that waited on one is reported skipped."""
-        from lib.agent.pending import any_expired
+        from lib.agent import any_action_expired
 
         # The approval machinery loads only when a request has run out (not at every start).
-        if self.answering and await self._db(any_expired):
+        if self.answering and await self._db(any_action_expired):
             await self.approvals.expire()
 
 
@@ -555,10 +551,8 @@ def telegram_worker(
     client: TelegramClient | None = None,
     worker: str | None = None,
     album_wait: float = ALBUM_WAIT,
-    on_schedule_change: Callable[[], None] | None = None,
 ) -> InboxWorker:
-    """An inbox worker that answers Telegram updates with `runner` (the agent's turn);
-    `on_schedule_change` re-arms the scheduler when an approved call made a scheduled task."""
+    """An inbox worker that answers Telegram updates with `runner` (the agent's turn)."""
     worker = worker or inbox.worker_id()
     updates = TelegramUpdates(
         runtime,
@@ -566,6 +560,5 @@ def telegram_worker(
         client=client,
         album_wait=album_wait,
         worker_id=worker,
-        on_schedule_change=on_schedule_change,
     )
     return InboxWorker(runtime.db, runtime.settings, updates, answering=updates.answering, worker=worker)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -13,6 +12,7 @@ if TYPE_CHECKING:
 
     from lib.config import Settings
     from lib.db import Database
+    from lib.runtime import Signals
     from lib.sandbox.container import Sandbox
 
 
@@ -39,9 +39,9 @@ class ToolContext:
     http: httpx.AsyncClient | None = field(default=None, kw_only=True)
     # The sandbox to run commands in; None means the process's shared one for settings.sandbox.
     sandbox: Sandbox | None = field(default=None, kw_only=True)
-    # Told when a scheduled task was made or cancelled, so the server's timer re-arms at once
-    # (None outside the server: its next tick finds the change).
-    on_schedule_change: Callable[[], None] | None = field(default=None, kw_only=True)
+    # The runtime's signals: the schedule tools emit `schedule_changed` (lib/runtime.py); None
+    # outside a turn (tests, one-shot commands), where nobody listens.
+    signals: Signals | None = field(default=None, kw_only=True)
 
     @property
     def memory(self) -> str:

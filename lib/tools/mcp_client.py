@@ -70,7 +70,7 @@ def api_names(server: str, tools: Iterable[str]) -> dict[str, str]:
         readable = REFUSED_CHARACTERS.sub("_", tool).strip("_") or "tool"
         digest = hashlib.sha256(tool.encode()).hexdigest()
         for digits in (8, 16):
-            room = 64 - len(prefix) - 1 - digits  # server names are at most 32 characters (lib/config.py)
+            room = 64 - len(prefix) - 1 - digits  # server names are at most 32 characters (lib/config/settings.py)
             alias = f"{prefix}{readable[:room].rstrip('_')}_{digest[:digits]}"
             if alias not in taken:
                 names[tool] = alias

@@ -81,14 +81,12 @@ class Recall:
 
     async def execute(self, args: Recall.Input, context: ToolContext) -> ToolResult:
         """Search what the asking user may see."""
-        from lib.memory import retrieval
+        from lib.memory.api import search_all
 
         db, settings = _db_and_settings(context)
 
         def search() -> list:
-            return retrieval.search_all(
-                db.conn(), settings, user_id=context.memory, query=args.query, limit=RECALL_LIMIT
-            )
+            return search_all(db.conn(), settings, user_id=context.memory, query=args.query, limit=RECALL_LIMIT)
 
         results = await asyncio.to_thread(search)
         if not results:

@@ -24,8 +24,9 @@ Text = Annotated[str, msgspec.Meta(min_length=1, max_length=store.MAX_TEXT)]
 
 
 def _notify(context: ToolContext) -> None:
-    if context.on_schedule_change is not None:
-        context.on_schedule_change()
+    """A task was made or cancelled: the server's timer re-arms at once."""
+    if context.signals is not None:
+        context.signals.schedule_changed.emit()
 
 
 class Schedule:

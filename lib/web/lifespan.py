@@ -2,8 +2,9 @@
 
 This is the one place that knows how the parts fit together: the inbox worker is handed the
 Telegram update handler, which is handed the agent's turn, which is handed the memory service
-to tell about new turns and the scheduler to tell about new scheduled tasks; the memory service
-is handed the function that asks a model; the scheduler is handed the worker's wake-up.
+to tell about new turns; the memory service is handed the function that asks a model; the
+scheduler is handed the worker's wake-up, and listens on the runtime's `schedule_changed`
+signal, which the schedule tools emit (lib/runtime.py Signals).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from lib.runtime import Runtime, Warmup
 from lib.web.state import Services
 
 if TYPE_CHECKING:
-    from lib.agent.contract import TurnInput, TurnResult
+    from lib.agent import TurnInput, TurnResult
     from lib.telegram.sink import TelegramSink
     from lib.telegram.updates import Runner
 
@@ -95,7 +96,7 @@ def start_warmup(runtime: Runtime) -> None:
     """Load what the first turn needs on a thread of its own; turns wait for it (`runtime.ready`)."""
 
     def prepare() -> None:
-        from lib.agent.models import warm_models
+        from lib.agent import warm_models
 
         _ = runtime.http  # the shared HTTP client (its CA bundle takes ~50 ms to load)
         warm_models(runtime)
@@ -113,17 +114,9 @@ def agent_turn(runtime: Runtime, services: Services) -> Runner:
     async def run(turn: TurnInput, sink: TelegramSink) -> TurnResult:
         from lib.telegram.approvals import run_agent_turn
 
-        return await run_agent_turn(
-            runtime, turn, sink, housekeeper=services.memory, on_schedule_change=lambda: schedule_changed(services)
-        )
+        return await run_agent_turn(runtime, turn, sink, housekeeper=services.memory)
 
     return run
-
-
-def schedule_changed(services: Services) -> None:
-    """A task was made or cancelled: the scheduler re-arms its timer (if it runs yet)."""
-    if services.scheduler is not None:
-        services.scheduler.kick()
 
 
 async def start_scheduler(runtime: Runtime, services: Services, delay: float = SCHEDULER_DELAY) -> None:
@@ -132,7 +125,13 @@ async def start_scheduler(runtime: Runtime, services: Services, delay: float = S
     await runtime.ready()
     from lib.inbox.scheduler import Scheduler
 
-    scheduler = Scheduler(runtime.db, runtime.settings, runtime.settings.bot_id, wake=services.processor.kick)
+    scheduler = Scheduler(
+        runtime.db,
+        runtime.settings,
+        runtime.settings.bot_id,
+        wake=services.processor.kick,
+        schedule_changed=runtime.signals.schedule_changed,
+    )
     await scheduler.start()
     services.scheduler = scheduler
 
@@ -141,7 +140,7 @@ def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
     """How memory asks a model for text: the router, with usage recorded (imported on first use)."""
 
     async def complete(**kwargs) -> str:
-        from lib.agent.models import complete_text
+        from lib.agent import complete_text
 
         return await complete_text(runtime, **kwargs)
 
@@ -175,9 +174,7 @@ async def start_turns(runtime: Runtime, services: Services) -> None:
     from lib.telegram.updates import telegram_worker
 
     services.memory = MemoryService(runtime.db, runtime.settings, complete=model_text(runtime))
-    services.processor = telegram_worker(
-        runtime, runner=agent_turn(runtime, services), on_schedule_change=lambda: schedule_changed(services)
-    )
+    services.processor = telegram_worker(runtime, runner=agent_turn(runtime, services))
     await services.processor.start()
     await services.memory.start()
     if runtime.settings.config.mcp.servers:
@@ -216,7 +213,7 @@ async def stop_turns(services: Services) -> None:
 def close_database(runtime: Runtime) -> None:
     """Close every connection to the database (hybrid searches' second ones too): the last one
     to close folds the WAL into the file, so the next start has nothing to recover."""
-    from lib.memory.retrieval import close_side_connections
+    from lib.memory.api import close_side_connections
 
     close_side_connections()
     runtime.db.close()

@@ -32,7 +32,7 @@ class RestoreBusy(Exception):
 
 async def restore_live(app: Litestar, *, source: Path | None, timestamp: str | None) -> RestoreResult:
     """Replace the database under the running server; see the module docstring."""
-    from lib.memory.retrieval import close_side_connections
+    from lib.memory.api import close_side_connections
 
     runtime = get_runtime(app)
     services = get_services(app)

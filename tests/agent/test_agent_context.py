@@ -7,9 +7,8 @@ import json
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
+from lib.agent import TurnInput, run_turn
 from lib.agent.history import select_history
-from lib.agent.turn import run_turn
 from lib.db import rows
 from lib.memory import store
 from lib.memory.store import StoredMessage
@@ -29,7 +28,7 @@ OWNER = "1001"
 
 
 def _message(i: int, tokens: int) -> StoredMessage:
-    return StoredMessage(i, 1, OWNER, "user" if i % 2 else "assistant", f"m{i}", tokens, "", {})
+    return StoredMessage(i, 1, OWNER, "user" if i % 2 else "assistant", f"m{i}", tokens, "", None, {}, None)
 
 
 def test_select_history_keeps_the_window_even_over_budget_and_fills_newest_first():

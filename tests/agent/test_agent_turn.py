@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 import lib.tools.registry as registry
-from lib.agent.contract import TurnInput
-from lib.agent.turn import BUDGET_SPENT, run_turn
+from lib.agent import TurnInput, run_turn
+from lib.agent.turn import BUDGET_SPENT
 from lib.db import rows
 from lib.memory import store
 from tests.support.agent import (
@@ -378,7 +378,7 @@ async def test_retrieved_memory_is_quoted_data(runtime, httpx2_mock, monkeypatch
 
 
 async def test_images_go_to_the_model_as_image_blocks(runtime, httpx2_mock):
-    from lib.agent.contract import Image
+    from lib.agent import Image
 
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(return_value=sse_response("anthropic", "stream_text.sse"))
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lib.agent import pending
+from lib.agent import Image, TurnInput, close_unanswered, pending, resume_turn, run_turn, show_call
 from lib.agent.approval import approval_reason
-from lib.agent.contract import Image, TurnInput
-from lib.agent.resume import SUPERSEDED, close_unanswered, resume_turn
-from lib.agent.steps import DENIED_RESULT, show_call
-from lib.agent.turn import run_turn
+from lib.agent.resume import SUPERSEDED
+from lib.agent.steps import DENIED_RESULT
 from lib.llm.types import Message, TextBlock, ToolUseBlock
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
@@ -200,7 +198,7 @@ async def test_writing_again_instead_of_answering_means_not_run(runtime, httpx2_
     await run_turn(runtime, turn, RecordingSink(), approvals=park)
 
     note = SUPERSEDED.format(tool="remember")
-    closed = close_unanswered(runtime, park.requests[0].id, "superseded", note)
+    closed = close_unanswered(runtime, park.requests[0].id, "superseded")
     assert closed is not None and closed.tool_name == "remember"
     assert saved(runtime) == []
     stored = query(runtime.settings.database_path, "SELECT content FROM messages WHERE role = 'assistant'")

@@ -10,9 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import lib.tools.registry as registry
-from lib.agent.contract import TurnInput
+from lib.agent import TurnInput, run_turn
 from lib.agent.steps import EMPTY_ANSWER
-from lib.agent.turn import run_turn
 from lib.commands.cli import cli
 from lib.db import rows
 from lib.tools.base import ToolContext, ToolResult

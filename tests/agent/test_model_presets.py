@@ -9,9 +9,7 @@ import logging
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
-from lib.agent.presets import pick_preset
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, pick_preset, run_turn
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     OPENAI_CHAT,

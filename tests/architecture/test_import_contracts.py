@@ -60,6 +60,10 @@ def test_the_tree_keeps_every_contract():
         ("handlers/admin_users.py", "import handlers.admin_memories", "handlers-independent"),
         # Memory calling a model client directly instead of through the function it is given.
         ("lib/memory/extraction.py", "import lib.llm.router", "memory-reaches-models-through-a-function"),
+        # A channel reaching past the agent's face into the module behind it.
+        ("lib/commands/chat.py", "from lib.agent.turn import run_turn", "agent-face"),
+        # A tool searching through memory's internals instead of lib/memory/api.py.
+        ("lib/tools/memory_tools.py", "from lib.memory.search import retrieval", "memory-search-inside"),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(tree, module, line, contract):

@@ -210,7 +210,7 @@ def test_a_risky_call_waits_for_y_in_the_terminal(ash_home, upstream):
 
 
 async def test_without_a_terminal_a_risky_call_is_not_run_and_the_chat_says_why(capsys):
-    from lib.agent.approval import ApprovalRequest
+    from lib.agent import ApprovalRequest
     from lib.commands.chat_sink import CliSink
 
     request = ApprovalRequest(1, "bash", {"command": "ls /"}, "this conversation holds a web page", 600)

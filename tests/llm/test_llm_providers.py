@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import lib.llm.router as router
-from lib.agent.models import complete_text
+from lib.agent import complete_text
 from lib.agent.usage import cost_usd
 from lib.config import load_settings
 from lib.errors import LLMError

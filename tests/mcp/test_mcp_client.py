@@ -14,8 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import lib.tools.registry as registry
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, run_turn
 from lib.commands.cli import cli
 from lib.config import load_settings
 from lib.tools import mcp_client, mcp_sessions

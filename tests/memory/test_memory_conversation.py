@@ -1,4 +1,4 @@
-"""Messages ranked as parts of a conversation (lib/memory/conversation.py): a turn that only says
+"""Messages ranked as parts of a conversation (lib/memory/search/conversation.py): a turn that only says
 "it" is found through the turns around it, and a question naming a person prefers their words.
 Small synthetic conversations over a real SQLite file and the real write path (full-text
 ranking alone: embeddings off, so what moves is the conversation step)."""
@@ -9,7 +9,8 @@ from contextlib import closing
 
 import pytest
 
-from lib.memory import conversation, index, retrieval, store
+from lib.memory import store
+from lib.memory.search import conversation, index, retrieval
 from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "group-or-person"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lib.errors import EmbeddingError
-from lib.memory import e5, embeddings, index, retrieval
+from lib.memory.search import e5, embeddings, index, retrieval
 from tests.conftest import fixture_bytes
 from tests.support.memory_retrieval import open_db, settings_with, turn
 
@@ -240,7 +240,7 @@ def refused(*args, **kwargs):
     raise OSError("network blocked by the test")
 socket.socket = socket.create_connection = socket.getaddrinfo = refused
 from lib.config import load_settings
-from lib.memory.embeddings import get_embedder
+from lib.memory.search.embeddings import get_embedder
 embedder = get_embedder(load_settings())
 vectors = embedder.embed(["offline, as promised"])
 print(embedder.model, len(vectors[0]))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from lib.memory import chunking, index, retrieval, store, vectors
+from lib.memory import store
 from lib.memory.api import record_turn
-from lib.memory.embeddings import LOCAL_MODEL
+from lib.memory.search import chunking, index, retrieval, vectors
+from lib.memory.search.embeddings import LOCAL_MODEL
 from tests.support.memory_retrieval import add_knowledge, fts_count, open_db, settings_with, turn, vector_rows
 
 ALICE = "1001"
@@ -108,7 +109,7 @@ def test_model_change_is_detected_and_reindex_rebuilds(ash_home):
 
 
 def test_vectors_written_while_embeddings_were_down_are_backfilled(ash_home, monkeypatch):
-    from lib.memory import embeddings
+    from lib.memory.search import embeddings
 
     settings = settings_with(ash_home)
     conn = open_db(settings)

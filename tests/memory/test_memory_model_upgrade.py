@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from lib.commands.cli import cli
 from lib.commands.doctor_checks import check_memory_index
-from lib.memory import e5, index, retrieval, vectors
+from lib.memory.search import e5, index, retrieval, vectors
 from tests.support.memory_retrieval import open_db, settings_with, turn
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_e5_embeds_in_a_forked_child_after_the_parent_used_it():
     parent's embedding thread (which a fork does not copy)."""
     script = """
 import os, signal
-from lib.memory import e5
+from lib.memory.search import e5
 e5.E5Embedder().embed(["in the parent"])
 child = os.fork()
 if child == 0:

@@ -1,4 +1,4 @@
-"""The relevance floor (lib/memory/relevance.py): small talk pulls nothing into the prompt, while a
+"""The relevance floor (lib/memory/search/relevance.py): small talk pulls nothing into the prompt, while a
 question about something in memory still gets it, and the turn next to it.
 
 Real SQLite file, real migrations, the real write path and the real local embedding model (the
@@ -11,8 +11,9 @@ from contextlib import closing
 import pytest
 
 from lib.config import load_settings
-from lib.memory import index, relevance, retrieval, store
+from lib.memory import store
 from lib.memory.api import retrieve_context
+from lib.memory.search import index, relevance, retrieval
 from tests.support.memory_retrieval import add_knowledge, open_db, turn
 
 ALICE = "1001"

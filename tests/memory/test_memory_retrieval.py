@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lib.memory import embeddings, retrieval
 from lib.memory.api import retrieve_context
+from lib.memory.search import embeddings, parallel, retrieval, words
 from tests.support.memory_retrieval import add_knowledge, open_db, settings_with, turn
 
 ALICE, BOB = "1001", "2002"
@@ -154,8 +154,8 @@ def test_query_text_with_fts_syntax_is_searched_literally(local):
     turn(conn, settings, ALICE, 'She said "NEAR" AND then OR maybe NOT* (really)')
     for query in ('"NEAR" AND', "NOT*", "(really) OR", "-", "***", ""):
         retrieval.search_messages(conn, settings, user_id=ALICE, query=query)  # must not raise
-    assert retrieval.fts_query("the and of") is None
-    assert retrieval.fts_query('Dr. "Okafor" OR dentist*') == '"dr" OR "okafor" OR "dentist"'
+    assert words.fts_query("the and of") is None
+    assert words.fts_query('Dr. "Okafor" OR dentist*') == '"dr" OR "okafor" OR "dentist"'
 
 
 def test_hybrid_search_on_a_second_connection_ranks_as_one_connection_does(local, monkeypatch):
@@ -165,14 +165,14 @@ def test_hybrid_search_on_a_second_connection_ranks_as_one_connection_does(local
     turn(conn, settings, BOB, "My kitten is called Biscuit.")
     query = "when is the kitten going to the vet?"
 
-    parallel = retrieval.search_messages(conn, settings, user_id=ALICE, query=query)
-    assert retrieval._side_path(conn) is not None  # this search did use a worker's connection
-    monkeypatch.setattr(retrieval, "PARALLEL", False)
+    side_by_side = retrieval.search_messages(conn, settings, user_id=ALICE, query=query)
+    assert parallel.side_path(conn) is not None  # this search did use a worker's connection
+    monkeypatch.setattr(parallel, "PARALLEL", False)
     sequential = retrieval.search_messages(conn, settings, user_id=ALICE, query=query)
-    assert [(r.id, round(r.score, 9)) for r in parallel] == [(r.id, round(r.score, 9)) for r in sequential]
-    assert any("vet appointment" in r.content for r in parallel[:2])
-    assert all("Biscuit" not in r.content for r in parallel)
-    retrieval.close_side_connections()
+    assert [(r.id, round(r.score, 9)) for r in side_by_side] == [(r.id, round(r.score, 9)) for r in sequential]
+    assert any("vet appointment" in r.content for r in side_by_side[:2])
+    assert all("Biscuit" not in r.content for r in side_by_side)
+    parallel.close_side_connections()
 
 
 def test_hybrid_search_inside_a_transaction_sees_its_uncommitted_rows(local):
@@ -180,7 +180,7 @@ def test_hybrid_search_inside_a_transaction_sees_its_uncommitted_rows(local):
     turn(conn, settings, ALICE, "Old note about the weather.")
     with conn:
         user_msg, _ = turn(conn, settings, ALICE, "The spare key is under the blue flowerpot.")
-        assert retrieval._side_path(conn) is None  # a second connection would not see this turn
+        assert parallel.side_path(conn) is None  # a second connection would not see this turn
         found = retrieval.search_messages(conn, settings, user_id=ALICE, query="where is the spare key")
         assert user_msg in [r.id for r in found[:2]]
 

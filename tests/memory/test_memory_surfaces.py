@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from lib.inbox import queue as inbox
-from lib.memory import forget, gc, index, knowledge, store, vectors
+from lib.memory import forget, gc, knowledge, store
+from lib.memory.search import index, vectors
 from tests.support.memory_retrieval import fts_count, open_db
 from tests.support.memory_surfaces import LOCAL_EMBEDDINGS, chunk_texts, make_settings, say
 

@@ -9,8 +9,9 @@ import pytest
 
 from lib.db import Database
 from lib.errors import LLMError
-from lib.memory import extraction, knowledge, retrieval, store
+from lib.memory import extraction, knowledge, store
 from lib.memory.api import record_turn
+from lib.memory.search import retrieval
 from tests.support.memory_retrieval import open_db
 from tests.support.memory_surfaces import make_settings
 

@@ -1,4 +1,4 @@
-"""Time in memory (lib/memory/when.py): relative dates resolved against when they were said, dates
+"""Time in memory (lib/memory/search/when.py): relative dates resolved against when they were said, dates
 named in a question, and a dated question finding the turn that said "two weeks ago".
 
 The search runs over a real SQLite file through the real write path, full-text ranking only
@@ -12,7 +12,8 @@ from datetime import date
 import pytest
 
 from lib.db import rows
-from lib.memory import conversation, index, retrieval, store, when
+from lib.memory import store
+from lib.memory.search import conversation, index, retrieval, when
 from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "1001"

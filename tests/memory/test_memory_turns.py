@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lib.memory import index, retrieval, store, vectors
+from lib.memory import store
 from lib.memory.api import record_turn
+from lib.memory.search import index, retrieval, vectors
 from lib.memory.service import MemoryService
 from tests.support.memory_retrieval import open_db, settings_with
 

@@ -12,13 +12,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lib.agent.contract import TurnResult
+from lib.agent import TurnResult
 from lib.db import connect, now_iso
 from lib.errors import Rejected
 from lib.inbox import queue
 from lib.inbox.scheduler import Scheduler, fire_due
 from lib.schedule import store
 from lib.telegram.intake import parse
+from lib.tools.base import ToolContext
+from lib.tools.schedule_tools import Schedule
 from tests.schedule.conftest import MEMBER, OWNER, START, add_job, job_row, make_rig
 from tests.support.database import query
 from tests.support.telegram import BOT_ID, GROUP, deliver, group_text, private_text
@@ -278,6 +280,33 @@ async def test_the_timer_fires_a_due_task_within_a_second_not_at_the_next_tick(r
         await processor.stop()
     assert texts(bot) == ["⏰ now"]
     assert 0 <= arrived - job.starts_at < 1.0
+
+
+async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_the_runtimes_signal(runtime, bot):
+    processor = make_rig(runtime, time.time).processor
+    changed = runtime.signals.schedule_changed
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=processor.kick, schedule_changed=changed)
+    context = ToolContext(
+        user_id=str(OWNER),
+        chat_id=str(OWNER),
+        session_id=None,
+        settings=runtime.settings,
+        db=runtime.db,
+        signals=runtime.signals,
+    )
+    await processor.start()
+    await scheduler.start()
+    try:
+        await asyncio.sleep(0.05)  # the timer is now armed for nothing: it would sleep a whole tick
+        made = await Schedule().execute(Schedule.Input(at="in 1 second", message="now"), context)
+        assert not made.is_error, made.output
+        deadline = time.monotonic() + 5
+        while not texts(bot) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await scheduler.stop()
+        await processor.stop()
+    assert texts(bot) == ["⏰ now"]
 
 
 def test_the_webhook_refuses_update_ids_in_the_space_queued_work_uses():

@@ -8,6 +8,7 @@ import pytest
 
 from lib.db import Database, connect
 from lib.memory import store as memory_store
+from lib.runtime import Signals
 from lib.schedule import store
 from lib.tools.base import ToolContext
 from lib.tools.schedule_tools import CancelSchedule, ListSchedules, Schedule
@@ -58,14 +59,9 @@ async def test_a_reminder_is_stored_for_the_asker_in_their_chat_topic_and_zone(c
     memory_store.set_timezone(conn, str(OWNER), "Asia/Tokyo")
     conn.close()
     changed = []
-    ctx = context(
-        configured,
-        database,
-        chat=GROUP,
-        chat_type="supergroup",
-        message_thread_id=9,
-        on_schedule_change=lambda: changed.append(1),
-    )
+    signals = Signals()
+    signals.schedule_changed.connect(lambda: changed.append(1))
+    ctx = context(configured, database, chat=GROUP, chat_type="supergroup", message_thread_id=9, signals=signals)
 
     result = await schedule(ctx, at="2030-05-01T09:00", message="call Ana")
 

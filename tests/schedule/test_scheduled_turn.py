@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from lib.agent.turn import run_turn
+from lib.agent import run_turn
 from lib.schedule import store
 from tests.schedule.conftest import OWNER, add_job, make_rig
 from tests.support.agent import ANTHROPIC_MESSAGES, SSE, raw, request_json, set_keys

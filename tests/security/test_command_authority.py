@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from lib.agent.contract import TurnResult
+from lib.agent import TurnResult
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses, query

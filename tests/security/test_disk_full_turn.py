@@ -11,8 +11,7 @@ import apsw
 import httpx
 import respx
 
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, run_turn
 from lib.inbox import queue
 from lib.memory import api as memory_api
 from lib.telegram.intake import store_update

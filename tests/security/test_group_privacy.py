@@ -11,15 +11,14 @@ import json
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, run_turn
 from lib.config import load_settings
 from lib.db import connect, rows
 from lib.memory import api as memory_api
 from lib.memory import knowledge, store
 from lib.memory.forget import forget_user
-from lib.memory.index import index_messages
-from lib.memory.retrieval import search_all
+from lib.memory.search.index import index_messages
+from lib.memory.search.retrieval import search_all
 from lib.migrations import STEPS, migrate
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker

@@ -16,9 +16,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from lib.agent import TurnInput, run_turn
 from lib.agent.approval import approval_reason
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
 from lib.memory import extraction
 from lib.telegram.approvals import GONE, run_agent_turn
 from lib.telegram.reading import Attachment

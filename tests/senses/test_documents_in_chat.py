@@ -12,7 +12,7 @@ import httpx
 import pytest
 import respx
 
-from lib.agent.turn import run_turn
+from lib.agent import run_turn
 from lib.db import iso, now_iso, rows
 from lib.telegram.updates import telegram_worker
 from tests.support.agent import ANTHROPIC_MESSAGES, request_json, set_keys, sse_response, write_config

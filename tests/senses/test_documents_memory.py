@@ -5,13 +5,14 @@ rest by /forget."""
 
 from __future__ import annotations
 
-from lib.agent.contract import TurnInput
+from lib.agent import TurnInput
 from lib.agent.prompt import build_system_prompt
 from lib.db import connect, rows
-from lib.memory import index, knowledge
+from lib.memory import knowledge
 from lib.memory.documents import content_sha256, keep_document, sections_of
 from lib.memory.forget import forget_user
-from lib.memory.retrieval import search_knowledge
+from lib.memory.search import index
+from lib.memory.search.retrieval import search_knowledge
 from lib.migrations import migrate
 from tests.support.memory_surfaces import LOCAL_EMBEDDINGS, make_settings
 

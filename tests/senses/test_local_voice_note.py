@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from lib.agent.turn import run_turn
+from lib.agent import run_turn
 from lib.senses import whisper_local
 from lib.senses.transcribe import transcriber_for
 from lib.telegram.updates import telegram_worker

@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from lib.agent.turn import run_turn
+from lib.agent import run_turn
 from lib.telegram.format import utf16_len, visible_text
 from lib.telegram.updates import telegram_worker
 from tests.senses.conftest import VOICE_USER, configure, voice_update

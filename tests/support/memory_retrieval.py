@@ -8,7 +8,8 @@ import apsw
 
 from lib.config import Settings, load_settings
 from lib.db import connect, now_iso
-from lib.memory import index, store
+from lib.memory import store
+from lib.memory.search import index
 from lib.migrations import migrate
 
 
@@ -56,7 +57,7 @@ def add_knowledge(
 
 def vector_rows(conn: apsw.Connection) -> int:
     """Rows in the vec0 table (0 when it does not exist)."""
-    from lib.memory import vectors
+    from lib.memory.search import vectors
 
     return vectors.count(conn)
 

@@ -30,7 +30,7 @@ def say(
     chat_type: str = "private",
 ) -> tuple[int, int]:
     """One recorded turn of `user_id` in a chat (their private chat by default), indexed."""
-    from lib.memory import index
+    from lib.memory.search import index
 
     session = store.open_session(conn, "telegram", chat_id or user_id, user_id, chat_type)
     user_msg = store.add_message(conn, session.id, user_id, "user", text)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import respx
 
-from lib.agent.contract import TurnInput, TurnResult
+from lib.agent import TurnInput, TurnResult
 from lib.config import load_settings
 from lib.db import Database
 from lib.runtime import Runtime

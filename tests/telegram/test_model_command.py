@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lib.agent.turn import run_turn
+from lib.agent import run_turn
 from lib.telegram.updates import telegram_worker
 from tests.support.agent import OPENAI_CHAT, request_json, set_keys, sse_response, write_config
 from tests.support.database import query

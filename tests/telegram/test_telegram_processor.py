@@ -8,7 +8,7 @@ import json
 
 import httpx
 
-from lib.agent.contract import TurnResult
+from lib.agent import TurnResult
 from lib.db import connect, one, rows
 from lib.inbox import queue as inbox
 from lib.telegram.intake import store_update

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 
-from lib.agent.contract import TurnResult
+from lib.agent import TurnResult
 from lib.telegram.updates import telegram_worker
 from tests.support.database import inbox_statuses
 from tests.support.telegram import (

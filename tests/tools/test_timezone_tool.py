@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lib.agent.contract import TurnInput
-from lib.agent.turn import run_turn
+from lib.agent import TurnInput, run_turn
 from lib.db import Database
 from lib.memory import store
 from lib.memory.scope import memory_owner

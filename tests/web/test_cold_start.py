@@ -15,7 +15,7 @@ assert not slow, slow
 # restore machinery; those load with the first turn, file or restore.
 import lib.inbox.writer, lib.memory.service, lib.telegram.updates
 late = [m for m in ("numpy", "lib.agent.steps", "lib.telegram.approvals", "lib.memory.documents",
-                    "lib.memory.index", "lib.web.restore", "lib.inbox.restore", "pypdf", "trafilatura")
+                    "lib.memory.search.index", "lib.web.restore", "lib.inbox.restore", "pypdf", "trafilatura")
         if m in sys.modules]
 assert not late, late
 import pydantic  # still importable for the LLM SDKs that need it

@@ -46,9 +46,9 @@ def person(conn: apsw.Connection, settings: Settings, user_id: str, query: str) 
     if profile is None:
         return None
     if query.strip():
-        from lib.memory import retrieval
+        from lib.memory.api import search_knowledge
 
-        found = retrieval.search_knowledge(conn, settings, user_id=user_id, query=query, limit=50)
+        found = search_knowledge(conn, settings, user_id=user_id, query=query, limit=50)
         entries = [e for r in found if (e := knowledge.get(conn, r.id)) is not None and e.owner_user_id == user_id]
     else:
         entries = knowledge.list_entries(conn, owner_user_id=user_id, include_inactive=True, limit=500)

@@ -1,6 +1,6 @@
 """Text embeddings for semantic retrieval: a local model, an OpenAI-compatible API, or none.
 
-Local models: multilingual-e5-small (the default, lib/memory/e5.py) or all-MiniLM-L6-v2 (int8
+Local models: multilingual-e5-small (the default, lib/memory/search/e5.py) or all-MiniLM-L6-v2 (int8
 ONNX, below). A retrieval model encodes a search query differently from the texts it searches:
 `embed(texts, query=True)` asks for that; the others embed both alike.
 
@@ -30,8 +30,8 @@ from lib.checksums import file_sha256
 from lib.config import Settings
 from lib.db import immediate, now_iso
 from lib.errors import EmbeddingError
-from lib.memory import e5
-from lib.memory.vectors import normalise
+from lib.memory.search import e5
+from lib.memory.search.vectors import normalise
 
 log = logging.getLogger("ash.memory.embeddings")
 

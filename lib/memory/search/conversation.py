@@ -25,7 +25,7 @@ The kinds of miss this answers (LoCoMo dev, read by hand):
   and then nothing changes.
 - A question that names a time ("in April 2023", "last week") is about what was said then, or
   said of then: candidates said inside the span, or whose relative dates ("two weeks ago")
-  resolve into it (lib/memory/when.py), get TIME_BONUS.
+  resolve into it (lib/memory/search/when.py), get TIME_BONUS.
 - A question that asks when ("When was John in Seattle for a game?") is answered by the turn
   that says a time ("I played in Seattle last week"), while the other turns on the topic ("What
   do you love about Seattle?") only share its words. For such a question, turns that name a
@@ -52,7 +52,7 @@ from datetime import date, datetime
 import apsw
 
 from lib.db import rows
-from lib.memory import when
+from lib.memory.search import when
 
 # Measured on the three LoCoMo dev conversations used for tuning (bench/locomo.py):
 # hybrid R@10 0.771 -> 0.791 (neighbours), 0.797 (speaker), 0.816 (both, with VECTOR_WEIGHT 0.5).
@@ -214,3 +214,20 @@ def prefer_strong_sessions(scores: dict[int, float], by_id: dict[int, dict]) -> 
     if not SESSION_SHARE or top <= 0:
         return scores
     return {ref: score + SESSION_SHARE * best[by_id[ref]["session_id"]] / top for ref, score in scores.items()}
+
+
+def rank(
+    conn: apsw.Connection,
+    owner: str,
+    scores: dict[int, float],
+    by_id: dict[int, dict],
+    query: str,
+    local: Callable[[str], datetime | None],
+    today: date,
+) -> dict[int, float]:
+    """Every adjustment above, in order: neighbours, the named speaker, the asked time, strong
+    sessions (may add neighbours' rows to `by_id`)."""
+    scores = spread_to_neighbours(conn, owner, scores, by_id)
+    scores = prefer_named_speaker(scores, by_id, query)
+    scores = prefer_asked_time(scores, by_id, query, local, today)
+    return prefer_strong_sessions(scores, by_id)

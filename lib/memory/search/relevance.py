@@ -10,12 +10,12 @@ evidence instead. An item is relevant when
   "thanks", which are in thousands of turns and say nothing about which;
 - or its embedding is close to the query's (cosine >= the model's `item` floor);
 - or, for messages, it is the turn just before or after such an item (the "Yes, last Friday!"
-  whose words are in the question before it, lib/memory/conversation.py).
+  whose words are in the question before it, lib/memory/search/conversation.py).
 
 A query with no rare word found anywhere and no item at cosine >= the model's `query` floor
 pulls in nothing. Each embedding model has its own scale: MiniLM's and OpenAI's cosines spread
 from about 0 to 0.6 for unrelated to related chat turns; multilingual-e5-small's raw ones sit
-between 0.75 and 0.9 for any two, and once centred (lib/memory/e5.py) they spread again on a
+between 0.75 and 0.9 for any two, and once centred (lib/memory/search/e5.py) they spread again on a
 scale of their own, so the floors are set per model (COSINE_FLOORS).
 
 Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated memory) and
@@ -23,7 +23,7 @@ Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated m
 0.70 items a message, for 0.010 of the evidence that reaches the prompt (0.868 -> 0.858; README,
 "Relevance floor"). A cosine floor alone (tried first) cut evidence before small talk: prompt
 recall 0.871 -> 0.784. Without the neighbour rule: 0.866 -> 0.835.
-With multilingual-e5-small's centred vectors (lib/memory/e5.py), on the three tuning
+With multilingual-e5-small's centred vectors (lib/memory/search/e5.py), on the three tuning
 conversations: floors (0.3, 0.4) let 2.58 small-talk items a message through (prompt recall
 0.872), (0.35, 0.45) 0.85 (0.848), (0.4, 0.45) 0.67 (0.843), (0.35, 0.5) 0.39 (0.740).
 
@@ -46,7 +46,7 @@ class CosineFloor(NamedTuple):
     query: float  # without a rare word, nothing passes unless some item is this close
 
 
-# By the model key of lib.memory.embeddings.model_key; any other model gets DEFAULT_FLOOR.
+# By the model key of lib.memory.search.embeddings.model_key; any other model gets DEFAULT_FLOOR.
 DEFAULT_FLOOR = CosineFloor(item=0.3, query=0.4)
 COSINE_FLOORS = {"local:multilingual-e5-small": CosineFloor(item=0.35, query=0.45)}
 

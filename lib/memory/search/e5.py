@@ -13,7 +13,7 @@ before the first use.
 Its vectors all share one large component: any two texts sit at cosine 0.75 to 0.9, so the sign
 bits of the coarse vector pass barely differ, and no fixed cosine tells "about this" from "thanks!"
 (the relevance floor). Each vector is therefore taken relative to the model's centre (the mean
-embedding of varied text, committed in lib/memory/data/; bench/centre.py) and normalised again:
+embedding of varied text, committed in lib/memory/search/data/; bench/centre.py) and normalised again:
 unrelated texts then score near 0, and on the LoCoMo dev conversations the best-matching turn
 of a real question outscores that of a small-talk message 99.4% of the time (83.7% raw), while
 the ranking stays as good (hybrid R@10 0.823 raw, 0.824 centred).
@@ -31,7 +31,7 @@ import numpy as np
 
 from lib.checksums import file_sha256
 from lib.errors import EmbeddingError
-from lib.memory.vectors import normalise
+from lib.memory.search.vectors import normalise
 
 MODEL = "multilingual-e5-small"
 DIMENSIONS = 384

@@ -82,7 +82,7 @@ def message_chunks(
 ) -> list[str]:
     """Chunks of one message: `label: piece`, framed by the neighbouring turns' nearest words,
     headed by the day it was said (when given) and the dates its relative expressions meant
-    (`times`, lib/memory/when.py: "two weeks ago: 24 April 2023")."""
+    (`times`, lib/memory/search/when.py: "two weeks ago: 24 April 2023")."""
     prefix = f"{_tail(before, CONTEXT_CHARS)}\n" if before else ""
     suffix = f"\n{_head(after, CONTEXT_CHARS)}" if after else ""
     head = f"[{'; '.join(filter(None, (day, times)))}] " if day or times else ""

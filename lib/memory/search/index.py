@@ -18,8 +18,8 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, rows
-from lib.memory import chunking, vectors, when
-from lib.memory.embeddings import content_hash, embed_texts, model_key
+from lib.memory.search import chunking, vectors, when
+from lib.memory.search.embeddings import content_hash, embed_texts, model_key
 
 log = logging.getLogger("ash.memory.index")
 

@@ -16,7 +16,7 @@ to 25k chunks, 64 at 100k. Its size is read as the span of its chunk ids (O(log 
 owner index; an upper bound when several owners' chunks interleave, which only costs recall).
 
 The model and dimension the table was built for are kept in `meta`; a different configuration
-is detected by `lib.memory.index.index_status` and fixed by `ash memory reindex`.
+is detected by `lib.memory.search.index.index_status` and fixed by `ash memory reindex`.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ asked as "in 2022". The words never meet. So:
 
 - At index time each relative expression in a message is resolved against the moment it was
   said (`resolve`) and its date written into the message's chunk next to the day it was said
-  ("[8 May 2023; two weeks ago: 24 April 2023]", lib/memory/chunking.py): BM25 and the
+  ("[8 May 2023; two weeks ago: 24 April 2023]", lib/memory/search/chunking.py): BM25 and the
   embedding both see the date the question will name.
 - At query time a date or period the question names ("in April 2023", "on 24 April", "in
   2022", "last week") becomes a span (`spans_in_query`), and a candidate said inside it, or
-  speaking of a time inside it, is preferred (lib/memory/conversation.py adds TIME_BONUS).
+  speaking of a time inside it, is preferred (lib/memory/search/conversation.py adds TIME_BONUS).
 
 Only plain, common English forms are recognised; anything else is left alone (no guesses).
 """
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from lib.memory.chunking import day_text
+from lib.memory.search.chunking import day_text
 
 MONTHS = [
     "january",
