@@ -41,6 +41,17 @@ def schedule_list(user_id: str | None, chat_id: str | None, everything: bool) ->
         click.echo("no scheduled tasks" if everything else "no active scheduled tasks (--all shows finished ones)")
 
 
+def _must_be_allowed(conn, settings, user: str) -> None:
+    """Refuse a task for someone who may not talk to Ash: it would be skipped at every run."""
+    from lib.telegram.access import still_allowed
+
+    if not still_allowed(conn, settings, user):
+        raise click.ClickException(
+            f"user {user} may not talk to Ash, so a task of theirs would never run; "
+            f"allow them first (`ash users allow {user}`), or check the id (`ash users list`)"
+        )
+
+
 @schedule.command("add")
 @click.argument("text")
 @click.option("--at", "at", default=None, help="One time: 'in 20 minutes', 'tomorrow at 9', 2026-05-01T09:00.")
@@ -71,17 +82,13 @@ def schedule_add(
     from lib.schedule import describe, store
     from lib.schedule.times import parse_at, parse_timing
     from lib.schedule.times import zone as zone_named
-    from lib.telegram.access import chat_state, still_allowed
+    from lib.telegram.access import chat_state
 
     settings = settings_or_exit()
     user = resolve_user(settings, user_id)
     conn = open_db(settings)
     try:
-        if not still_allowed(conn, settings, user):
-            raise click.ClickException(
-                f"user {user} may not talk to Ash, so a task of theirs would never run; "
-                f"allow them first (`ash users allow {user}`), or check the id (`ash users list`)"
-            )
+        _must_be_allowed(conn, settings, user)
         now = time.time()
         tz = zone_named(zone) if zone else store.zone_for(conn, settings, user)
         chat = chat_id or user
