@@ -107,7 +107,7 @@ def chat(message: str | None, user_id: str | None) -> None:
         candidates(settings)
     except LLMNotConfigured as exc:
         raise click.ClickException(exc.message) from None
-    open_db(settings).close()
+    open_db(settings, create=True).close()
     interactive = message is None and sys.stdin.isatty() and sys.stdout.isatty()
     try:
         ok = asyncio.run(_session(settings, user_id or cli_user_id(settings), message, interactive))

@@ -7,7 +7,7 @@ import click
 
 from lib.config import Settings, load_settings
 from lib.db import connect
-from lib.errors import AshError
+from lib.errors import AshError, InvalidUserEntry
 
 
 def settings_or_exit() -> Settings:
@@ -18,12 +18,31 @@ def settings_or_exit() -> Settings:
         raise click.ClickException(str(exc)) from None
 
 
-def open_db(settings: Settings, *, migrate_first: bool = True) -> apsw.Connection:
-    """Open the configured database, applying pending migrations first."""
+def home_named(settings: Settings) -> str:
+    """Which home a command uses, and why, for a message."""
+    if settings.home_from == "ASH_HOME":
+        return f"{settings.home} (from ASH_HOME)"
+    return f"{settings.home} (the default; set ASH_HOME to use another)"
+
+
+def open_db(settings: Settings, *, migrate_first: bool = True, create: bool = False) -> apsw.Connection:
+    """Open the configured database, applying pending migrations first.
+
+    Only a command that stores what it was asked to (`create`) makes a new database, and it says
+    where; any other stops with where it looked: `ash users show` run with another home used to
+    create a blank database there and answer from it as if Ash had never been set up."""
     from lib.migrations import migrate
 
+    path = settings.database_path
+    if not path.is_file():
+        if not create:
+            raise click.ClickException(
+                f"no Ash database at {path}: the home is {home_named(settings)}. Set ASH_HOME to the folder "
+                "that holds your ash.db (and config.toml), or run `ash init` to set Ash up here"
+            )
+        click.echo(f"ash: new database at {path}; home {home_named(settings)}", err=True)
     try:
-        conn = connect(settings.database_path)
+        conn = connect(path)
         if migrate_first:
             migrate(conn, settings.database_path)
     except AshError as exc:
@@ -38,14 +57,12 @@ class TelegramUserId(click.ParamType):
     name = "ID"
 
     def convert(self, value, param, ctx) -> str:
-        from lib.telegram.access import USER_ID_MAX
+        from lib.config.people import parse_user_id
 
-        text = str(value).strip()
-        if text.isascii() and text.isdigit() and 1 <= int(text) <= USER_ID_MAX:
-            return str(int(text))
-        if text.startswith("-") and text[1:].isdigit():
-            self.fail(f"{text} is a group or channel id; a person's id is a positive number", param, ctx)
-        self.fail(f"{text!r} is not a Telegram user id (a whole number like 123456789)", param, ctx)
+        try:
+            return parse_user_id(value)
+        except InvalidUserEntry as exc:
+            self.fail(str(exc), param, ctx)
 
 
 USER_ID = TelegramUserId()

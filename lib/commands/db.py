@@ -18,7 +18,7 @@ def db_migrate() -> None:
     from lib.migrations import migrate
 
     settings = settings_or_exit()
-    conn = open_db(settings, migrate_first=False)
+    conn = open_db(settings, migrate_first=False, create=True)
     try:
         applied = migrate(conn, settings.database_path)
     except Exception as exc:

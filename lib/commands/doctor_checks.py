@@ -31,8 +31,10 @@ def check_config() -> tuple[Check, Settings | None]:
         settings = load_settings()
     except AshError as exc:
         return Check("config", "fail", str(exc), "fix that key or line; config.example.toml lists every key"), None
+    from lib.commands.common import home_named
+
     where = str(settings.config_path) if settings.config_file_found else f"{settings.config_path} (absent: defaults)"
-    return Check("config", "ok", where), settings
+    return Check("config", "ok", f"{where}; home {home_named(settings)}"), settings
 
 
 def check_database(settings: Settings) -> Check:
@@ -42,7 +44,12 @@ def check_database(settings: Settings) -> Check:
 
     path = settings.database_path
     if not path.exists():
-        return Check("database", "warn", f"{path} does not exist yet", "`ash db migrate` creates it (`ash serve` too)")
+        return Check(
+            "database",
+            "warn",
+            f"{path} does not exist yet",
+            "`ash init` sets Ash up here (`ash serve` creates it too); or set ASH_HOME to where your ash.db is",
+        )
     try:
         conn = open_db(settings, migrate_first=False)
         try:
@@ -150,8 +157,9 @@ def check_webhook_secret(settings: Settings) -> Check:
         return Check(
             "webhook secret",
             "fail",
-            "TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403)",
-            "set it to 32+ random characters (A-Z a-z 0-9 _ -), e.g. `openssl rand -hex 32`",
+            f"TELEGRAM_WEBHOOK_SECRET is not set (not in the environment, nor in {settings.home / 'secrets.env'}): "
+            "the webhook refuses every update (403)",
+            "`ash init` makes one and registers it with Telegram; if a server runs elsewhere, use the same one",
         )
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", secret):
         return Check("webhook secret", "fail", "Telegram allows only A-Z a-z 0-9 _ - (1-256)", "choose another")

@@ -35,7 +35,7 @@ GENERATED = (SECRET_NAME, "ASH_ADMIN_TOKEN")
 
 def _owner_id(text: str) -> int | None:
     """A numeric Telegram id (blank: none), else a message saying why not."""
-    from lib.telegram.access import parse_entry
+    from lib.config.people import parse_entry
 
     if not text.strip():
         return None
@@ -236,7 +236,7 @@ def init(owner: int | None, webhook_url: str | None, provider: str | None, model
         f"secrets: {_shown(secrets_path)} (0600) holds {', '.join(values)}"
         + (f"; new: {', '.join(new)}" if new else "")
     )
-    open_db(settings).close()
+    open_db(settings, create=True).close()
     click.echo(f"database: {settings.database_path} (migrated)")
     telegram_ok = _telegram(settings, values, webhook_url, SECRET_NAME not in stored, ask)
     _verdict(values)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lib.config import Config, parse_config
+from lib.config.environment import read_env_file
 from lib.db import make_private_dir
 
 NEW_CONFIG_HEADER = (
@@ -79,16 +80,8 @@ def update_config(path: Path, changes: dict[tuple[str | None, str], str | int]) 
 
 
 def read_secrets(path: Path) -> dict[str, str]:
-    """NAME=VALUE lines of a secrets file (comments and blank lines skipped; quotes removed)."""
-    if not path.is_file():
-        return {}
-    found = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and _NAME.fullmatch(name.strip()):
-            words = shlex.split(value, comments=True)
-            found[name.strip()] = words[0] if words else ""
-    return found
+    """NAME=VALUE lines of a secrets file (as the server reads it: lib/config/environment.py)."""
+    return read_env_file(path)
 
 
 def write_secrets(path: Path, values: dict[str, str]) -> None:

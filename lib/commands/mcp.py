@@ -41,7 +41,7 @@ def token_create(user_id: str, name: str | None, read_only: bool, expires_days: 
     from lib.mcp import tokens
 
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     text, token_id = tokens.create(
         conn, user_id, name=name or f"token-{user_id}", read_only=read_only, expires_days=expires_days
     )

@@ -79,7 +79,7 @@ def memory_add(content: str, user_id: str | None, is_global: bool, expires_at: s
     from lib.memory import knowledge
 
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     owner = None if is_global and not user_id else resolve_user(settings, user_id)
     try:
         memory_id = knowledge.add(

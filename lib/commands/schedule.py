@@ -86,7 +86,7 @@ def schedule_add(
 
     settings = settings_or_exit()
     user = resolve_user(settings, user_id)
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     try:
         _must_be_allowed(conn, settings, user)
         now = time.time()

@@ -64,7 +64,7 @@ def serve(host: str | None, port: int | None) -> None:
     host = host or settings.config.server.host
     port = port or settings.config.server.port
     check_port_free(host, port)
-    open_db(settings).close()
+    open_db(settings, create=True).close()
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.http import HTTP1Settings

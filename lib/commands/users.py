@@ -15,7 +15,7 @@ def users() -> None:
 
 def _entry(entry: str) -> str:
     """The id or @username as Telegram defines them, or a message saying what is wrong."""
-    from lib.telegram.access import parse_entry
+    from lib.config.people import parse_entry
 
     try:
         return parse_entry(entry)
@@ -35,7 +35,7 @@ def users_allow(entry: str) -> None:
 
     key = _entry(entry)
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     try:
         done = allow(conn, key)
     finally:
@@ -60,7 +60,7 @@ def users_deny(entry: str) -> None:
 
     key = _entry(entry)
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     try:
         done = deny(conn, settings, key)
     except OwnerProtected as exc:
@@ -128,7 +128,7 @@ def users_notes(user_id: str, text: str | None) -> None:
     from lib.memory.store import get_profile, set_notes
 
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=text is not None)
     try:
         if text is None:
             profile = get_profile(conn, user_id)
@@ -150,7 +150,7 @@ def users_timezone(user_id: str, zone: str) -> None:
     from lib.memory.store import set_timezone
 
     settings = settings_or_exit()
-    conn = open_db(settings)
+    conn = open_db(settings, create=True)
     try:
         set_timezone(conn, user_id, zone)
     except ValueError as exc:

@@ -1,7 +1,9 @@
 """Configuration: a TOML file for everything that is not a secret, the environment for the rest.
 
-The file is `ASH_CONFIG`, else `$ASH_HOME/config.toml` (`ASH_HOME` defaults to `./data`).
-A missing file means all defaults. Environment variables win over the file.
+The file is `ASH_CONFIG`, else `$ASH_HOME/config.toml`. `ASH_HOME` defaults to the `data/` folder
+of the checkout Ash runs from, whatever the shell's directory (an installed package without a
+checkout: `~/.local/share/ash`). A missing file means all defaults. Secrets come from the
+environment and `$ASH_HOME/secrets.env`; the environment wins over both files.
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ import os
 import re
 import tomllib
 import zoneinfo
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
-from lib.config.environment import Secrets, env_value, read_secrets
+from lib.config.environment import Secrets, env_value, read_secrets, with_secrets_file
 from lib.config.messages import explain, toml_error, toml_key
+from lib.config.people import parse_entry, parse_user_id
 from lib.config.sections import DEFAULT_PRESET, PRESET_NAME, Config, default_prices
-from lib.errors import ConfigError
+from lib.errors import ConfigError, InvalidUserEntry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_WORKSPACE = REPO_ROOT / "workspace"
@@ -31,6 +35,8 @@ class Settings(msgspec.Struct, kw_only=True):
     home: Path
     config_path: Path
     config_file_found: bool
+    # Where `home` came from: "ASH_HOME" (the environment) or "default" (default_home()).
+    home_from: str
     database_path: Path
     workspace: Path
     # ASH_REPLICA_URL (s3://bucket/path): replicate the database with Litestream; None: off.
@@ -52,6 +58,7 @@ def _check_values(config: Config, path: Path) -> None:
         raise ConfigError(
             f"{path}: `timezone`: expected an IANA time zone name such as Europe/Berlin, got {config.timezone!r}"
         ) from None
+    _check_people(config, path)
     _check_preset_names(config, path)
     _check_mcp_servers(config, path)
     models = [("default_llm", config.default_llm), ("fallback_llm", config.fallback_llm)]
@@ -61,6 +68,20 @@ def _check_values(config: Config, path: Path) -> None:
             raise ConfigError(
                 f"{path}: `{section}.temperature`: Anthropic accepts a number from 0 to 1, got {llm.temperature}"
             )
+
+
+def _check_people(config: Config, path: Path) -> None:
+    """`owner` and `allowed_users` by the rules `ash users allow` applies (lib/config/people.py)."""
+    if config.owner is not None:
+        try:
+            parse_user_id(config.owner)
+        except InvalidUserEntry as exc:
+            raise ConfigError(f"{path}: `owner`: {exc}") from None
+    for index, entry in enumerate(config.telegram.allowed_users):
+        try:
+            parse_entry(entry)
+        except InvalidUserEntry as exc:
+            raise ConfigError(f"{path}: `telegram.allowed_users[{index}]`: {exc}") from None
 
 
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -113,10 +134,21 @@ def _expand(value: str, home: Path) -> Path:
     return path if path.is_absolute() else Path.cwd() / path
 
 
-def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Settings:
-    """Resolve the config file, the environment and the paths derived from them."""
-    home = Path(env_value(environ, "ASH_HOME") or "./data").expanduser()
+def default_home() -> Path:
+    """Where Ash keeps its data when ASH_HOME is not set: the checkout's `data/` (where `.ci/setup`
+    installed it), so `ash users show` run from another directory finds the same setup instead of
+    making a blank one there; an installed package without a checkout uses ~/.local/share/ash."""
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / "data"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "ash"
+
+
+def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
+    """Resolve the config file, the environment (and secrets.env) and the paths derived from them."""
+    given = env_value(environ, "ASH_HOME")
+    home = Path(given).expanduser() if given else default_home()
     home = home if home.is_absolute() else Path.cwd() / home
+    environ = with_secrets_file(environ, home)
     config_path = Path(env_value(environ, "ASH_CONFIG") or home / "config.toml").expanduser()
     found = config_path.is_file()
     if env_value(environ, "ASH_CONFIG") and not found:
@@ -135,6 +167,7 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
         home=home,
         config_path=config_path,
         config_file_found=found,
+        home_from="ASH_HOME" if given else "default",
         database_path=_expand(database, home) if database else home / "ash.db",
         workspace=_expand(workspace, home) if workspace else BUNDLED_WORKSPACE,
         replica_url=env_value(environ, "ASH_REPLICA_URL"),

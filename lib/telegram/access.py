@@ -10,22 +10,16 @@ users deny`) wins over both lists until the person is allowed again; their data 
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
 import apsw
 
 from lib.config import Settings
+from lib.config.people import parse_entry
 from lib.db import immediate, iso, now_iso, one, rows, write
-from lib.errors import InvalidUserEntry, OwnerProtected
+from lib.errors import OwnerProtected
 from lib.memory import browse, store
-
-# The Bot API's promise about a user id: a positive number with "at most 52 significant bits".
-USER_ID_MAX = 2**52 - 1
-# Telegram usernames: 5 to 32 characters (4 for collectible ones bought on Fragment) of a-z, 0-9
-# and underscores, starting with a letter and not ending with an underscore; case-insensitive.
-USERNAME = re.compile(r"[a-z][a-z0-9_]{2,30}[a-z0-9]")
 
 DB_ENTRIES_SQL = "SELECT entry, user_id, source FROM allowed_users"
 
@@ -81,25 +75,6 @@ def normalize_entry(entry: str | int) -> str:
     if text.lstrip("-").isdigit():
         return str(int(text))
     return "@" + text.lstrip("@").lower()
-
-
-def parse_entry(entry: str | int) -> str:
-    """A user id or @username someone typed, checked as Telegram defines them and normalised
-    ("42", "@alice"); InvalidUserEntry says what is wrong."""
-    text = str(entry).strip()
-    if text.isascii() and text.isdigit():
-        if not 1 <= int(text) <= USER_ID_MAX:
-            raise InvalidUserEntry(f"{text} is not a Telegram user id: ids are whole numbers from 1 to {USER_ID_MAX}")
-        return str(int(text))
-    if text.startswith("-") and text[1:].isdigit():
-        raise InvalidUserEntry(f"{text} is a group or channel id; people have positive ids")
-    name = text.removeprefix("@").lower()
-    if USERNAME.fullmatch(name):
-        return "@" + name
-    raise InvalidUserEntry(
-        f"{text!r} is neither a numeric Telegram id (like 123456789) nor a username (4 to 32 letters, "
-        "digits or underscores, starting with a letter, like @alice)"
-    )
 
 
 def _configured(settings: Settings) -> set[str]:

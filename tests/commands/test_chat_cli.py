@@ -18,7 +18,7 @@ from tests.support.agent import (
 
 
 @pytest.fixture
-def configured(ash_home, monkeypatch):
+def configured(ash_home, db_path, monkeypatch):
     write_config(ash_home, 'owner = 1001\n[embeddings]\nprovider = "none"\n')
     set_keys(monkeypatch)
     monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(sleep=RecordingSleep()))
@@ -41,7 +41,7 @@ def test_chat_twice_the_second_turn_sees_the_first_exchange(configured, httpx2_m
     first = runner.invoke(cli, ["chat", "My name is Ada."])
     second = runner.invoke(cli, ["chat", "What is my name?"])
 
-    assert first.exit_code == 0 and first.output == "Hello there!\n"
+    assert first.exit_code == 0 and first.stdout == "Hello there!\n"
     assert second.exit_code == 0
     sent = request_json(route.calls.last)["messages"]
     assert [(m["role"], m["content"][0]["text"]) for m in sent] == [

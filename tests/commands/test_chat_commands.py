@@ -31,7 +31,7 @@ OWNER = "1001"
 
 
 @pytest.fixture
-def configured(ash_home, monkeypatch):
+def configured(ash_home, db_path, monkeypatch):
     write_config(ash_home, f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n')
     set_keys(monkeypatch)
     monkeypatch.setattr(router, "DEFAULT_POLICY", router.RetryPolicy(sleep=RecordingSleep()))

@@ -104,3 +104,44 @@ def test_a_task_for_someone_not_allowed_is_refused(db_path):
     assert refused.exit_code == 1 and "ash users allow 424242" in refused.output
     assert run("users", "allow", "424242").exit_code == 0
     assert run("schedule", "add", "--at", "in 1 hour", "--user", "424242", "water the plants").exit_code == 0
+
+
+def test_a_command_run_from_another_directory_uses_the_same_home_and_creates_nothing(monkeypatch, tmp_path):
+    from lib.config import settings as config_settings
+
+    home = tmp_path / "checkout" / "data"
+    monkeypatch.delenv("ASH_HOME")
+    monkeypatch.setattr(config_settings, "default_home", lambda: home)
+    (tmp_path / "somewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "somewhere")
+    shown = run("users", "show")
+    assert shown.exit_code == 1
+    assert f"no Ash database at {home / 'ash.db'}" in shown.output and "the default" in shown.output
+    for command in (["memory", "list", "--user", "1"], ["sessions", "list"], ["usage"], ["schedule", "list"]):
+        assert run(*command).exit_code == 1
+    assert not home.exists() and not (tmp_path / "somewhere" / "data").exists()
+    # A command that stores what it is asked to makes the database, in that home, and says so.
+    allowed = run("users", "allow", "12345")
+    assert allowed.exit_code == 0 and f"new database at {home / 'ash.db'}" in allowed.stderr
+    assert run("users", "show").output.startswith("12345")
+
+
+def test_secrets_env_is_read_by_every_command_and_the_environment_wins(ash_home, monkeypatch):
+    from lib.commands.doctor_checks import check_webhook_secret
+    from lib.config import load_settings
+
+    (ash_home / "secrets.env").write_text(
+        "# written by ash init\nTELEGRAM_WEBHOOK_SECRET=from-the-file-0123456789\nexport ASH_ADMIN_TOKEN='with space'\n"
+        "OPENAI_BASE_URL=http://127.0.0.1:11434/v1\nPATH=/nowhere\n"
+    )
+    secrets = load_settings().secrets
+    assert secrets.telegram_webhook_secret == "from-the-file-0123456789"
+    assert secrets.admin_token == "with space" and secrets.openai_base_url == "http://127.0.0.1:11434"
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "from-the-environment-0123")
+    monkeypatch.setenv("ASH_ADMIN_TOKEN", "  ")  # blank: the file's stands
+    secrets = load_settings().secrets
+    assert secrets.telegram_webhook_secret == "from-the-environment-0123" and secrets.admin_token == "with space"
+    # A new shell's `ash doctor` finds it: no advice to make a new one.
+    monkeypatch.delenv("TELEGRAM_WEBHOOK_SECRET")
+    check = check_webhook_secret(load_settings())
+    assert (check.status, check.detail) == ("ok", "set")

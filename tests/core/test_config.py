@@ -27,10 +27,15 @@ def test_defaults_without_a_file(ash_home):
     assert settings.workspace.joinpath("SOUL.md").is_file()
 
 
-def test_ash_home_defaults_to_data_under_the_working_directory(monkeypatch, tmp_path):
+def test_ash_home_defaults_to_the_checkouts_data_folder_wherever_the_shell_is(monkeypatch, tmp_path):
+    # It was ./data of the working directory: `ash users show` run from another directory
+    # silently made a blank setup there.
     monkeypatch.delenv("ASH_HOME")
     monkeypatch.chdir(tmp_path)
-    assert load_settings().database_path == tmp_path / "data" / "ash.db"
+    settings = load_settings()
+    assert settings.database_path == REPO / "data" / "ash.db" and settings.home_from == "default"
+    monkeypatch.setenv("ASH_HOME", "elsewhere")  # a relative ASH_HOME is the user's own choice
+    assert load_settings().home == tmp_path / "elsewhere"
 
 
 def test_example_config_is_valid_and_documents_every_section():
