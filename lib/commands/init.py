@@ -11,6 +11,8 @@ import asyncio
 import os
 import secrets
 import shlex
+import shutil
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from lib.commands.common import open_db, settings_or_exit
 from lib.commands.common import webhook_url as checked_webhook_url
 from lib.commands.init_files import environment, read_secrets, update_config, write_secrets
 from lib.config import Config, Settings
-from lib.errors import InvalidToken, InvalidUserEntry, TelegramError
+from lib.config.environment import SECRETS_FILE
+from lib.errors import InvalidToken, InvalidUserEntry, NetworkError, TelegramError, TimedOut
 
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4o"}
@@ -31,6 +34,10 @@ TOKEN_NAME = "TELEGRAM_BOT_TOKEN"  # noqa: S105
 SECRET_NAME = "TELEGRAM_WEBHOOK_SECRET"  # noqa: S105
 # Secrets Ash makes up itself: 32 random bytes in the alphabet Telegram allows a webhook secret.
 GENERATED = (SECRET_NAME, "ASH_ADMIN_TOKEN")
+# Where each provider's server is, when it is not the provider's own (Ollama, llama.cpp, vLLM ...).
+BASE_URLS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+# Endpoints taken from the environment into secrets.env, so the next shell reaches the same servers.
+KEPT_ENDPOINTS = ("TELEGRAM_API_BASE", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "BRAVE_API_BASE")
 
 
 def _owner_id(text: str) -> int | None:
@@ -48,15 +55,23 @@ def _owner_id(text: str) -> int | None:
     return int(entry)
 
 
+def _model_name(text: str) -> str:
+    """A model name (not blank)."""
+    if not text.strip():
+        raise click.BadParameter("give the model's name, e.g. gpt-4.1-mini or claude-sonnet-4-6")
+    return text.strip()
+
+
 def _checked(check: Callable[[str], object]):
     """A click option callback applying `check` to a given value."""
     return lambda _ctx, _param, value: value if value is None else check(value)
 
 
 def _config_changes(
-    config: Config, owner: int | None, provider: str | None, model: str | None, ask: bool
+    config: Config, owner: int | None, provider: str | None, model: str | None, ask: bool, likely: str | None = None
 ) -> dict[tuple[str | None, str], str | int]:
-    """The config keys to write: what the flags or answers change, nothing else."""
+    """The config keys to write: what the flags or answers change, nothing else (`likely`: the
+    provider a setup without one would want, offered first)."""
     changes: dict[tuple[str | None, str], str | int] = {}
     current = "" if config.owner is None else str(config.owner)
     if owner is None and ask:
@@ -70,11 +85,11 @@ def _config_changes(
         changes[(None, "owner")] = owner
     llm = config.default_llm
     if provider is None and ask:
-        provider = click.prompt("Model provider", type=click.Choice(PROVIDERS), default=llm.provider)
-    provider = provider or llm.provider
+        provider = click.prompt("Model provider", type=click.Choice(PROVIDERS), default=likely or llm.provider)
+    provider = provider or likely or llm.provider
     suggested = llm.model if provider == llm.provider else DEFAULT_MODELS[provider]
     if model is None:
-        model = click.prompt("Model", default=suggested) if ask else suggested
+        model = click.prompt("Model", default=suggested, value_proc=_model_name) if ask else suggested
     if provider != llm.provider:
         changes[("default_llm", "provider")] = provider
     if model != llm.model:
@@ -82,23 +97,66 @@ def _config_changes(
     return changes
 
 
-def _fill(values: dict[str, str], name: str, question: str, ask: bool) -> None:
-    """Take a missing secret from the environment, else ask for it (hidden; blank leaves it out)."""
-    if values.get(name):
-        return
-    if os.environ.get(name, "").strip():
+def _take(values: dict[str, str], name: str, given: str | None, question: str, ask: bool) -> None:
+    """Set a secret: from its flag, else from the environment (which wins, as everywhere), else
+    the one secrets.env holds, else ask for it (hidden; blank leaves it out). A flag or the
+    environment replaces a stored value: that is how a token Telegram refused is put right."""
+    if given is not None and given.strip():
+        values[name] = given.strip()
+    elif os.environ.get(name, "").strip():
         values[name] = os.environ[name].strip()
-    elif ask:
+    elif not values.get(name) and ask:
         answer = click.prompt(f"{question} (blank: later)", default="", show_default=False, hide_input=True)
         if answer.strip():
             values[name] = answer.strip()
 
 
-def _save_secrets(path: Path, stored: dict[str, str], values: dict[str, str], model_key: str, ask: bool) -> None:
-    """Complete `values` (the model's key, generated secrets) and write them when they changed."""
-    _fill(values, model_key, model_key, ask)
+def _base_url(values: dict[str, str], provider: str, given: str | None, ask: bool) -> None:
+    """The provider's server when it is not the provider's own (`--base-url`, the environment,
+    or asked for an OpenAI-compatible one), kept in secrets.env with the endpoints the environment
+    names, so that a new shell reaches the same servers."""
+    for name in KEPT_ENDPOINTS:
+        if os.environ.get(name, "").strip():
+            values[name] = os.environ[name].strip()
+    variable = BASE_URLS[provider]
+    if given is not None:
+        values[variable] = given
+    elif provider == "openai" and ask and not values.get(variable):
+        answer = click.prompt(
+            "OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 for Ollama (blank: OpenAI itself)",
+            default="",
+            show_default=False,
+            value_proc=lambda text: _http_url(text) if text.strip() else "",
+        )
+        if answer:
+            values[variable] = answer
+
+
+def _http_url(text: str) -> str:
+    """An http(s) URL, else a message saying what is expected."""
+    url = text.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"expected an http(s) URL such as http://127.0.0.1:11434/v1, got {text!r}")
+    return url
+
+
+def _likely_provider(config: Config, values: dict[str, str]) -> str | None:
+    """For a setup with no provider written yet, the one whose key or server there is: an OpenAI
+    key alone must not leave Ash asking Anthropic, which has no key (Fly's first `ash init`)."""
+    if (
+        config.default_llm.provider != "anthropic"
+        or values.get("ANTHROPIC_API_KEY")
+        or os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    ):
+        return None
+    openai = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+    return "openai" if any(values.get(n) or os.environ.get(n, "").strip() for n in openai) else None
+
+
+def _save_secrets(path: Path, stored: dict[str, str], values: dict[str, str]) -> None:
+    """Complete `values` with the secrets Ash makes up, and write them when anything changed."""
     for name in GENERATED:
-        _fill(values, name, "", ask=False)
+        _take(values, name, None, "", ask=False)
         values.setdefault(name, secrets.token_urlsafe(32))
     if values != stored:
         write_secrets(path, values)
@@ -114,14 +172,14 @@ def _shown(path: Path) -> str:
 
 
 def _bot[T](settings: Settings, token: str, action: Callable[[Any], Awaitable[T]]) -> T:
-    """One Bot API exchange with a short-lived client."""
+    """One Bot API exchange with a short-lived client (no retries: init reports, the person decides)."""
     import httpx
 
     from lib.telegram.client import TelegramClient
 
     async def call() -> T:
         async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0)) as http:
-            return await action(TelegramClient(http, token, settings.secrets.telegram_api_base, retries=1))
+            return await action(TelegramClient(http, token, settings.secrets.telegram_api_base, retries=0))
 
     return asyncio.run(call())
 
@@ -154,27 +212,85 @@ def _webhook(
 
 
 def _telegram(
-    settings: Settings, values: dict[str, str], webhook_url: str | None, fresh_secret: bool, ask: bool
+    settings: Settings, path: Path, values: dict[str, str], webhook_url: str | None, fresh: bool, ask: bool
 ) -> bool:
-    """Check the token with getMe, then the webhook; False when Telegram refused something."""
+    """Check the token with getMe, then the webhook; False when Telegram refused something or could
+    not be reached. A refused token is asked for again (interactive), and the new one saved."""
     if not values.get(TOKEN_NAME):
-        click.echo(f"bot: no {TOKEN_NAME} yet; get one from @BotFather, then run `ash init` again")
+        click.echo(f"bot: no {TOKEN_NAME} yet; get one from @BotFather, then run `ash init --token TOKEN`")
         return True
-    try:
-        me, info = _bot(settings, values[TOKEN_NAME], _me_and_webhook)
-        click.echo(f"bot: @{me.get('username')} (id {me.get('id')}), the token works")
-        _webhook(settings, values, info.get("url") or "", webhook_url, fresh_secret, ask)
-    except InvalidToken as exc:
-        click.echo(f"bot: Telegram refused the token ({exc.message}); copy it again from @BotFather into secrets.env")
-        return False
-    except TelegramError as exc:
-        click.echo(f"bot: Telegram answered: {exc.message}")
-        return False
+    while True:
+        try:
+            me, info = _bot(settings, values[TOKEN_NAME], _me_and_webhook)
+        except InvalidToken as exc:
+            click.echo(f"bot: Telegram refused the token ({exc.message})")
+            if not ask:
+                click.echo("     copy it again from @BotFather (/mybots, API Token), then run `ash init --token TOKEN`")
+                return False
+            answer = click.prompt(
+                "The bot token from @BotFather (blank: stop)", default="", show_default=False, hide_input=True
+            )
+            if not answer.strip():
+                return False
+            values[TOKEN_NAME] = answer.strip()
+            write_secrets(path, values)
+            continue
+        except (NetworkError, TimedOut) as exc:
+            click.echo(
+                f"bot: cannot reach Telegram at {settings.secrets.telegram_api_base} ({exc.message}); "
+                "check this machine's network, then run `ash init` again"
+            )
+            return False
+        except TelegramError as exc:
+            click.echo(f"bot: Telegram answered: {exc.message}")
+            return False
+        break
+    click.echo(f"bot: @{me.get('username')} (id {me.get('id')}), the token works")
+    _webhook(settings, values, info.get("url") or "", webhook_url, fresh, ask)
     return True
 
 
+def _model(path: Path, values: dict[str, str], ask: bool) -> bool:
+    """Ask the default model for one token with the saved key; a key the provider refused is asked
+    for again (interactive), and the new one saved. False when it stays refused."""
+    while True:
+        settings = settings_or_exit()  # secrets.env as just written
+        llm = settings.config.default_llm
+        refused = _key_refused(settings, llm)
+        if refused is None:
+            return True
+        name = PROVIDER_KEYS[llm.provider]
+        click.echo(f"model: {llm.provider} refused {name} ({refused})")
+        if not ask:
+            click.echo("       set the right one with `ash init --key KEY`")
+            return False
+        answer = click.prompt(f"{name} (blank: stop)", default="", show_default=False, hide_input=True)
+        if not answer.strip():
+            return False
+        values[name] = answer.strip()
+        write_secrets(path, values)
+
+
+def _key_refused(settings: Settings, llm) -> str | None:
+    """Why the provider refused the key (401, 403), or None: it answered, or it could not be asked
+    (no key, no network), which `ash doctor` reports in its own words."""
+    from lib.commands.doctor_remote import check_model
+    from lib.errors import LLMNotConfigured
+    from lib.llm.router import candidates
+
+    try:
+        candidates(settings)
+    except LLMNotConfigured:
+        return None
+    check = asyncio.run(check_model(settings, llm, "default model"))
+    if check.status == "ok":
+        click.echo(f"model: {check.detail}")
+        return None
+    return check.detail if (check.hint or "").startswith("the key was refused") else None
+
+
 def _verdict(values: dict[str, str]) -> None:
-    """`ash doctor`'s checks, as they will read once secrets.env is loaded."""
+    """`ash doctor`'s checks, as every command now reads them (secrets.env included)."""
     from lib.commands.doctor import MARKS
     from lib.commands.doctor_checks import run_checks
 
@@ -187,6 +303,38 @@ def _verdict(values: dict[str, str]) -> None:
     failed = sum(check.status == "fail" for check in results)
     click.echo(
         "verdict: ready" if not failed else f"verdict: {failed} check(s) failed; fix them, then run `ash doctor`"
+    )
+
+
+def _ash_command() -> str:
+    """How the person runs `ash` from here: `ash` when that is on PATH, else the path they used."""
+    running = Path(sys.argv[0]).resolve()
+    found = shutil.which("ash")
+    return "ash" if found and Path(found).resolve() == running else _shown(running)
+
+
+def _remote_init(config: Config) -> str:
+    """The `ash init` that writes this configuration on another machine (Fly's volume)."""
+    llm = config.default_llm
+    owner = f" --owner {config.owner}" if config.owner is not None else ""
+    return f"ash init --yes{owner} --provider {llm.provider} --model {shlex.quote(llm.model)}"
+
+
+def _summary(settings: Settings, config: Config, changes: dict, path: Path, stored: dict, values: dict) -> None:
+    """What init did to the files, in a few lines."""
+    if changes:
+        click.echo(f"config: {settings.config_path} (set {', '.join(k for _, k in changes)})")
+    elif settings.config_file_found:
+        click.echo(f"config: {settings.config_path} (unchanged)")
+    else:
+        click.echo(f"config: none written (the defaults: {config.default_llm.provider} {config.default_llm.model})")
+    if config.owner is not None:
+        click.echo(f"owner: {config.owner}, always allowed")
+    else:
+        click.echo("owner: not set; run `ash init --owner ID` (write to the bot: it answers strangers with their id)")
+    new = [name for name in values if values[name] != stored.get(name)]
+    click.echo(
+        f"secrets: {_shown(path)} (0600) holds {', '.join(values)}" + (f"; new: {', '.join(new)}" if new else "")
     )
 
 
@@ -204,46 +352,63 @@ def _verdict(values: dict[str, str]) -> None:
     help="The public https URL Telegram delivers to (.../telegram/webhook). None? Leave it out and run `ash relay`.",
 )
 @click.option("--provider", type=click.Choice(PROVIDERS), default=None, help="The model provider that answers.")
-@click.option("--model", default=None, help="The model that answers (default: the provider's usual one).")
+@click.option(
+    "--model",
+    default=None,
+    callback=_checked(_model_name),
+    help="The model that answers (default: the provider's usual one).",
+)
+@click.option(
+    "--token", default=None, help="The bot token from @BotFather; replaces the saved one (one Telegram refused, say)."
+)
+@click.option("--key", default=None, help="The model provider's API key; replaces the saved one.")
+@click.option(
+    "--base-url",
+    default=None,
+    callback=_checked(_http_url),
+    help="An OpenAI-compatible server (Ollama, llama.cpp, vLLM), e.g. http://127.0.0.1:11434/v1; saved as "
+    "OPENAI_BASE_URL (ANTHROPIC_BASE_URL with --provider anthropic).",
+)
 @click.option("--yes", "-y", is_flag=True, help="Ask nothing: apply the flags, keep the rest, make missing secrets.")
-def init(owner: int | None, webhook_url: str | None, provider: str | None, model: str | None, yes: bool) -> None:
+def init(
+    owner: int | None,
+    webhook_url: str | None,
+    provider: str | None,
+    model: str | None,
+    token: str | None,
+    key: str | None,
+    base_url: str | None,
+    yes: bool,
+) -> None:
     """Set Ash up, or change its setup: config.toml, secrets.env, the owner, the bot and its webhook.
 
-    Writes config.toml (owner, model), generates TELEGRAM_WEBHOOK_SECRET and ASH_ADMIN_TOKEN into
-    $ASH_HOME/secrets.env (0600, with the bot token and the model key you give), migrates the
-    database, checks the token with Telegram, registers the webhook, and ends with `ash doctor`'s
-    verdict. Run again, it changes only what you ask."""
+    Writes config.toml (owner, model), $ASH_HOME/secrets.env (0600: the bot token, the model key,
+    the server of an OpenAI-compatible model, and TELEGRAM_WEBHOOK_SECRET and ASH_ADMIN_TOKEN,
+    which it makes), migrates the database, checks the token with Telegram and the key with the
+    provider (asking again for one they refuse), registers the webhook, and ends with `ash doctor`'s
+    verdict. Every `ash` command and the server read secrets.env themselves; the environment wins.
+    Run again, it changes only what you ask."""
     ask = not yes
     settings = settings_or_exit()
-    secrets_path = settings.home / "secrets.env"
-    stored = read_secrets(secrets_path)
+    path = settings.home / SECRETS_FILE
+    stored = read_secrets(path)
     values = dict(stored)
-    _fill(values, TOKEN_NAME, "Bot token from @BotFather", ask)
-    changes = _config_changes(settings.config, owner, provider, model, ask)
+    _take(values, TOKEN_NAME, token, "Bot token from @BotFather", ask)
+    likely = _likely_provider(settings.config, values) if key is None and base_url is None else None
+    changes = _config_changes(settings.config, owner, provider, model, ask, likely)
     config = update_config(settings.config_path, changes) if changes else settings.config
-    _save_secrets(secrets_path, stored, values, PROVIDER_KEYS[config.default_llm.provider], ask)
-
-    click.echo(
-        f"config: {settings.config_path}"
-        + (f" (set {', '.join(k for _, k in changes)})" if changes else " (unchanged)")
-    )
-    if config.owner is not None:
-        click.echo(f"owner: {config.owner}, always allowed")
-    else:
-        click.echo("owner: not set; run `ash init --owner ID` (write to the bot: it answers strangers with their id)")
-    new = [name for name in values if values[name] != stored.get(name)]
-    click.echo(
-        f"secrets: {_shown(secrets_path)} (0600) holds {', '.join(values)}"
-        + (f"; new: {', '.join(new)}" if new else "")
-    )
+    chosen = config.default_llm.provider
+    _base_url(values, chosen, base_url, ask)
+    _take(values, PROVIDER_KEYS[chosen], key, PROVIDER_KEYS[chosen], ask)
+    _save_secrets(path, stored, values)
+    _summary(settings, config, changes, path, stored, values)
     open_db(settings, create=True).close()
     click.echo(f"database: {settings.database_path} (migrated)")
-    telegram_ok = _telegram(settings, values, webhook_url, SECRET_NAME not in stored, ask)
+    telegram_ok = _telegram(settings, path, values, webhook_url, SECRET_NAME not in stored, ask)
+    model_ok = _model(path, values, ask)
     _verdict(values)
-
-    loader = f"set -a; . {_shown(secrets_path)}; set +a"
-    click.echo(f"\nnext: {loader} && ash serve")
-    references = " ".join(f'{name}="${name}"' for name in values)
-    click.echo(f"Fly.io, after loading it: fly secrets set {references}")
-    if not telegram_ok:
+    click.echo(f"\nnext: {_ash_command()} serve   (it reads {_shown(path)} itself)")
+    remote = shlex.quote(_remote_init(config))
+    click.echo(f"Fly.io: fly secrets import < {_shown(path)} && fly deploy, then fly ssh console -C {remote}")
+    if not (telegram_ok and model_ok):
         raise SystemExit(1)

@@ -80,13 +80,18 @@ def test_init_yes_sets_everything_up_then_a_second_run_changes_only_the_model(tm
     secrets_file = home / "secrets.env"
     assert stat.S_IMODE(secrets_file.stat().st_mode) == 0o600
     secrets = read_secrets(secrets_file)
-    assert set(secrets) == {"TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "TELEGRAM_WEBHOOK_SECRET", "ASH_ADMIN_TOKEN"}
+    assert set(secrets) == {"TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "TELEGRAM_WEBHOOK_SECRET", "ASH_ADMIN_TOKEN"} | {
+        # The servers this shell named, kept for the next shell (which reads secrets.env itself).
+        "TELEGRAM_API_BASE",
+        "OPENAI_BASE_URL",
+    }
     assert (
         len(secrets["TELEGRAM_WEBHOOK_SECRET"]) >= 32
         and secrets["ASH_ADMIN_TOKEN"] != secrets["TELEGRAM_WEBHOOK_SECRET"]
     )
-    for value in secrets.values():
-        assert value not in out and value not in first.stderr
+    for name, value in secrets.items():
+        if not name.endswith(("_BASE", "_BASE_URL")):  # servers' addresses are no secret
+            assert value not in out and value not in first.stderr
 
     assert api.count("getMe") >= 1
     assert api.webhook == {
@@ -95,8 +100,9 @@ def test_init_yes_sets_everything_up_then_a_second_run_changes_only_the_model(tm
     }
     assert "bot: @" in out and "the token works" in out
     assert f"owner: {OWNER}, always allowed" in out
-    assert "set -a; . data/secrets.env; set +a" in out
-    assert 'fly secrets set TELEGRAM_BOT_TOKEN="$TELEGRAM_BOT_TOKEN"' in out
+    assert "next: " in out and " serve   (it reads data/secrets.env itself)" in out
+    assert "fly secrets import < data/secrets.env" in out
+    assert "fly ssh console -C 'ash init --yes --owner 408258968 --provider openai --model gpt-4.1-mini'" in out
     doctor = out.split("ash doctor:")[1]  # the doctor's checks, with secrets.env loaded
     assert "ok   webhook secret" in doctor and "ok   database" in doctor  # init migrated it
     assert "\nverdict: " in doctor
@@ -170,3 +176,81 @@ def test_config_edits_keep_everything_else_as_written(tmp_path):
     config = update_config(path, {("server", "port"): 9000})
     assert config.server.port == 9000 and config.telegram.allowed_users == [5, 6]
     assert path.read_text().endswith("\n[server]\nport = 9000\n")
+
+
+# Anthropic's documented error body for a refused key (docs.claude.com/en/api/errors), written for
+# these tests: no 401 has been recorded.
+KEY_REFUSED = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+
+
+def test_a_refused_token_is_replaced_by_init_token(bot_env, api):
+    api.fail["getMe"] = [Failure(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})]
+    refused = CliRunner().invoke(cli, ["init", "--yes", "--token", "111:refused-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+    assert refused.exit_code == 1 and "ash init --token TOKEN" in refused.output
+    # The right token, given as a flag: it replaces the refused one (before, init kept the bad one).
+    fixed = CliRunner().invoke(cli, ["init", "--yes", "--token", TOKEN])
+    assert fixed.exit_code == 0, fixed.output
+    assert read_secrets(bot_env / "secrets.env")["TELEGRAM_BOT_TOKEN"] == TOKEN
+    assert "the token works" in fixed.output
+
+
+def test_interactive_init_asks_again_for_a_token_telegram_refused(bot_env, api, monkeypatch):
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN")
+    (bot_env / "secrets.env").write_text("TELEGRAM_BOT_TOKEN=111:refused-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n")
+    api.fail["getMe"] = [Failure(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})]
+    answers = "\n".join([OWNER, "", "", ANTHROPIC_KEY, TOKEN, ""]) + "\n"
+    result = CliRunner().invoke(cli, ["init"], input=answers)
+    assert result.exit_code == 0, result.output
+    assert "Telegram refused the token (Unauthorized)" in result.output and "the token works" in result.output
+    assert read_secrets(bot_env / "secrets.env")["TELEGRAM_BOT_TOKEN"] == TOKEN
+
+
+def test_a_key_the_provider_refused_is_replaced_by_init_key(bot_env, api, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.origin)
+    api.fail["anthropic"] = [Failure(401, KEY_REFUSED)]
+    refused = CliRunner().invoke(cli, ["init", "--yes", "--key", "sk-ant-wrong"])
+    assert refused.exit_code == 1
+    assert "refused ANTHROPIC_API_KEY" in refused.output and "ash init --key KEY" in refused.output
+    fixed = CliRunner().invoke(cli, ["init", "--yes", "--key", ANTHROPIC_KEY])
+    assert fixed.exit_code == 0, fixed.output
+    assert read_secrets(bot_env / "secrets.env")["ANTHROPIC_API_KEY"] == ANTHROPIC_KEY
+
+
+def test_base_url_round_trips_into_a_new_shell(tmp_path, api):
+    home = tmp_path / "data"
+    made = ash(
+        home,
+        api,
+        "init",
+        "--yes",
+        "--provider",
+        "openai",
+        "--model",
+        "llama3.2",
+        "--base-url",
+        "http://127.0.0.1:11434/v1",
+    )
+    assert made.returncode in (0, 1), made.stderr  # no server at that address: the doctor says so
+    assert read_secrets(home / "secrets.env")["OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
+    # A new shell, with nothing of Ash's in its environment: the server and every command read it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASH_", "TELEGRAM_", "ANTHROPIC_", "OPENAI_"))}
+    probe = "from lib.config import load_settings; s = load_settings(); print(s.secrets.openai_base_url)"
+    seen = subprocess.run(
+        [str(ASH.parent / "python"), "-c", probe], env={**env, "ASH_HOME": str(home)}, capture_output=True, text=True
+    )
+    assert seen.stdout.strip() == "http://127.0.0.1:11434", seen.stderr
+
+
+def test_an_openai_key_alone_makes_a_fresh_setup_use_openai(bot_env, api, monkeypatch):
+    # Fly's first `ash init` on the machine: only OPENAI_API_KEY among the secrets it was given.
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")
+    result = CliRunner().invoke(cli, ["init", "--yes", "--owner", OWNER])
+    assert config_of(bot_env)["default_llm"]["provider"] == "openai", result.output
+
+
+def test_init_refuses_a_blank_model_and_says_when_no_config_was_written(bot_env, api):
+    blank = CliRunner().invoke(cli, ["init", "--yes", "--model", ""])
+    assert blank.exit_code == 2 and "give the model's name" in blank.output
+    nothing = CliRunner().invoke(cli, ["init", "--yes"])
+    assert "config: none written (the defaults" in nothing.output and "(unchanged)" not in nothing.output.split("\n")[0]
