@@ -6,6 +6,7 @@ from handlers.admin_audit import list_audit
 from handlers.admin_backup import admin_backup
 from handlers.admin_export import admin_export
 from handlers.admin_memories import create_memory, delete_memory, list_memories
+from handlers.admin_reload import admin_reload
 from handlers.admin_restore import admin_restore
 from handlers.admin_schedules import cancel_schedule, list_schedules
 from handlers.admin_sessions import list_sessions, session_messages
@@ -49,6 +50,7 @@ with without_pydantic_plugin():
             list_audit,
             admin_backup,
             admin_restore,
+            admin_reload,
             mcp_endpoint,
             # The web view (/admin/ui): its own sign-in and session, never the bearer token.
             signin_page,

@@ -219,6 +219,13 @@ def close_database(runtime: Runtime) -> None:
     runtime.db.close()
 
 
+async def watch_config(runtime: Runtime) -> None:
+    """Apply a changed config.toml or secrets.env without a restart (lib/web/reload.py)."""
+    from lib.web.reload import watch
+
+    await watch(runtime, runtime.settings.config.server.tick_interval)
+
+
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncIterator[None]:
     """Open shared resources at start-up and close them at shutdown."""
@@ -241,8 +248,11 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
             await start_services(runtime, services)
         else:
             log.warning("%s; no update processor or scheduler runs here", rule.describe())
+        services.config_watch = asyncio.create_task(watch_config(runtime), name="ash-config-watch")
         yield
     finally:
+        if services.config_watch is not None:
+            services.config_watch.cancel()
         await stop_services(services)
         if settings.config.mcp.servers:
             from lib.tools.mcp_client import close_sessions

@@ -29,6 +29,8 @@ class Services:
     scheduler_start: asyncio.Task | None = None
     # Brings Telegram's command menu up to date once, a little after start-up.
     command_menu: asyncio.Task | None = None
+    # Applies a changed config.toml or secrets.env (lib/web/reload.py).
+    config_watch: asyncio.Task | None = None
 
 
 def get_runtime(app: Litestar) -> Runtime:
