@@ -25,7 +25,7 @@ from lib.web.errors import EXCEPTION_HANDLERS
 from lib.web.fast_path import with_fast_path
 from lib.web.lean_app import without_pydantic_plugin
 from lib.web.lifespan import lifespan
-from lib.web.writer import with_writer_door
+from lib.web.write_gate import with_writer_door
 
 with without_pydantic_plugin():
     app = Litestar(

@@ -1,4 +1,4 @@
-"""`POST /admin/tick`: fire due scheduled tasks and run the update processor's sweep now (an external
+"""`POST /admin/tick`: fire due scheduled tasks and run the inbox worker's sweep now (an external
 cron may call it)."""
 
 from litestar import Request, post
@@ -13,7 +13,7 @@ async def admin_tick(request: Request) -> dict:
     """Fire due scheduled tasks, release stale claims, prune old inbox rows and start pending
     updates; returns the inbox counts (and how many scheduled runs were queued)."""
     services = get_services(request.app)
-    if services.processor is None:
-        raise ServiceUnavailableException("the update processor is not running")
+    if services.inbox_worker is None:
+        raise ServiceUnavailableException("the inbox worker is not running")
     scheduled = await services.scheduler.tick() if services.scheduler is not None else 0
-    return {**await services.processor.tick(), "scheduled": scheduled}
+    return {**await services.inbox_worker.tick(), "scheduled": scheduled}

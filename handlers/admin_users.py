@@ -9,9 +9,9 @@ from litestar import Request, delete, get, put
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import FromPath, JSONBody
 
+from lib.conversation import access
 from lib.errors import InvalidUserEntry, OwnerProtected
 from lib.memory import browse, knowledge, store
-from lib.telegram import access
 from lib.web.auth import admin_guard
 from lib.web.state import get_runtime
 

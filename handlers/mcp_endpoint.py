@@ -13,8 +13,8 @@ from lib.web.state import get_auth_limiter, get_runtime
 async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     """Serve one MCP request: 403 when MCP was never enabled, 401 for a bad token, 429 after too
     many unknown ones from the client."""
+    from lib.conversation.access import still_allowed
     from lib.mcp.http import serve
-    from lib.telegram.access import still_allowed
 
     app = scope["app"]
     runtime = get_runtime(app)

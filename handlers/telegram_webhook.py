@@ -72,7 +72,7 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
     try:
         server = runtime.settings.config.server
         body = await read_limited(scope, receive, server.max_body_bytes, server.body_timeout)
-        # Committed before the 200, off the event loop (group commit: lib/inbox/writer.py).
+        # Committed before the 200, off the event loop (group commit: lib/inbox/group_commit.py).
         queued = await accept(runtime, services.writer, body)
     except Rejected as exc:
         await _refuse(send, exc.status, exc.detail)
@@ -87,8 +87,8 @@ async def handle_webhook(scope: Scope, receive: Receive, send: Send) -> None:
             log.error("webhook: unexpected error, answering %d", status, exc_info=exc)
         await _refuse(send, status, DETAILS.get(status, "bad request"))
         return
-    if queued and services.processor is not None:
-        services.processor.kick()  # sets an event; the turn runs after this response
+    if queued and services.inbox_worker is not None:
+        services.inbox_worker.kick()  # sets an event; the turn runs after this response
     await answer(send, 200, OK_BODY)
 
 

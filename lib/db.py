@@ -228,7 +228,7 @@ def close_when_free(conn: apsw.Connection, wait: float = CLOSE_WAIT) -> None:
 
 # Writers of this process queue on a lock per database file instead of meeting in SQLite's busy
 # handler, which sleeps (1 ms, then up to 100 ms a try) rather than queueing: under a burst of
-# webhook inserts next to the processor's claims, those sleeps cut throughput tenfold and pushed
+# webhook inserts next to the inbox worker's claims, those sleeps cut throughput tenfold and pushed
 # p99 into seconds. Other processes on the same file still wait in the busy handler, as they must.
 _WRITE_LOCKS: dict[str, threading.RLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()

@@ -140,7 +140,7 @@ class SearchError(AshError):
         self.retry_after = retry_after
 
 
-# Who may talk to Ash (lib/telegram/access.py).
+# Who may talk to Ash (lib/conversation/access.py).
 class InvalidUserEntry(AshError, ValueError):
     """Not a Telegram user id or @username as Telegram defines them."""
 

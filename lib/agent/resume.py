@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from lib.agent import pending
 from lib.agent.contract import Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import PendingAction
-from lib.agent.steps import final_answer, go_on, minutes
+from lib.agent.steps import final_answer, minutes, run_steps
 from lib.agent.turn import make_loop, offered_tools, store_exchange, tool_context
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime
@@ -63,7 +63,7 @@ async def resume_turn(
     )
     loop.decided = approved
     await sink.typing()
-    result, answer, _ = await go_on(loop, state)
+    result, answer, _ = await run_steps(loop, state)
     if result.ok:
         await store_exchange(runtime, state, result, answer, housekeeper)
     return action, result

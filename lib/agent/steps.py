@@ -233,7 +233,7 @@ class _Stream:
         await self.sink.update(self.shown() or "…")
 
 
-async def go_on(loop: Loop, state: TurnState) -> tuple[TurnResult, str, ApprovalRequest | None]:
+async def run_steps(loop: Loop, state: TurnState) -> tuple[TurnResult, str, ApprovalRequest | None]:
     """Run the loop from `state` until the model stops, the step limit, or a parked call.
 
     Returns the result, the answer text to store (every step's text, with notices), and the

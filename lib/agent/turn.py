@@ -2,7 +2,7 @@
 
 budget check -> session and profile -> system prompt and history within the budget -> the
 model-and-tools loop (lib/agent/steps.py) -> persist the exchange -> compact old history.
-Telegram's processor and `ash chat` both call `run_turn`; a turn parked on a risky call goes
+Telegram's inbox worker and `ash chat` both call `run_turn`; a turn parked on a risky call goes
 on in lib/agent/resume.py.
 """
 
@@ -16,7 +16,7 @@ from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher,
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
-from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, go_on
+from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, run_steps
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
 from lib.memory import api as memory_api
@@ -306,7 +306,7 @@ async def run_turn(
         tool_watcher=tool_watcher,
         approvals=approvals,
     )
-    result, answer, _ = await go_on(loop, state)
+    result, answer, _ = await run_steps(loop, state)
     if not result.ok:
         return result
     await store_exchange(runtime, state, result, answer, housekeeper)

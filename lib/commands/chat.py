@@ -11,9 +11,10 @@ import sys
 
 import click
 
-from lib.commands.chat_session import EXIT_WORDS, ChatSession, CommandAnswer, cli_user_id
+from lib.commands.chat_session import EXIT_WORDS, ChatSession, cli_user_id
 from lib.commands.common import open_db, settings_or_exit, user_option
 from lib.config import Settings
+from lib.conversation.replies import Reply
 
 # Lines typed at the interactive prompt, kept in ASH_HOME for Up and Ctrl-R across runs.
 HISTORY_FILE = "chat_history"
@@ -29,7 +30,7 @@ async def _plain_line(session: ChatSession, line: str, answer_prefix: str = "") 
         sink = CliSink()
         return (await session.turn(line, sink, tool_watcher=sink, approvals=sink)).ok
     click.echo(answer.text)
-    if answer.buttons:
+    if answer.choices:
         await _plain_choice(session, answer)
     return True
 
@@ -42,16 +43,16 @@ def ask(prompt: str) -> str:
     return input()
 
 
-async def _plain_choice(session: ChatSession, answer: CommandAnswer) -> None:
+async def _plain_choice(session: ChatSession, answer: Reply) -> None:
     """Offer a command's buttons as numbered choices read from the next input line."""
-    for number, button in enumerate(answer.buttons, 1):
+    for number, button in enumerate(answer.choices, 1):
         click.echo(f"  {number}. {button.label}")
     try:
-        choice = ask(f"choose 1-{len(answer.buttons)}> ").strip()
+        choice = ask(f"choose 1-{len(answer.choices)}> ").strip()
     except EOFError:
         choice = ""
-    if choice.isdigit() and 1 <= int(choice) <= len(answer.buttons):
-        click.echo(await session.press(answer.buttons[int(choice) - 1]))
+    if choice.isdigit() and 1 <= int(choice) <= len(answer.choices):
+        click.echo(await session.press(answer.choices[int(choice) - 1]))
     else:
         click.echo("Nothing chosen, nothing done.")
 

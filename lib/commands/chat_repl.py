@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.text import Text
 
 from lib.commands.chat_live import ChatMarkdown, TerminalSink
-from lib.commands.chat_session import EXIT_WORDS, ChatSession, CommandAnswer
+from lib.commands.chat_session import EXIT_WORDS, ChatSession
+from lib.conversation.replies import Reply
 
 PROMPT = "you> "
 GREETING = "Talking to Ash as user {user}. /help lists the commands; exit or Ctrl-D leaves."
@@ -36,7 +37,7 @@ def _key_bindings() -> KeyBindings:
 
 
 def _command_completer() -> WordCompleter:
-    from lib.telegram.commands import REGISTRY
+    from lib.conversation.commands import REGISTRY
 
     # sentence=True matches the whole line typed so far, "/" included, so only commands complete.
     return WordCompleter([f"/{command.name}" for command in REGISTRY], sentence=True)
@@ -72,7 +73,7 @@ async def run_repl(session: ChatSession, history_path: Path) -> None:
             await _answer(console, session, line)
         else:
             console.print(ChatMarkdown(answer.text))
-            if answer.buttons:
+            if answer.choices:
                 await _choose(console, session, answer)
 
 
@@ -104,16 +105,16 @@ def _sigint_cancels(task: asyncio.Future) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-async def _choose(console: Console, session: ChatSession, answer: CommandAnswer) -> None:
+async def _choose(console: Console, session: ChatSession, answer: Reply) -> None:
     """Offer a command's buttons (Telegram's inline keyboard) as numbered choices."""
-    for number, button in enumerate(answer.buttons, 1):
+    for number, button in enumerate(answer.choices, 1):
         console.print(f"  {number}. {button.label}", markup=False)
-    choices = [str(n) for n in range(1, len(answer.buttons) + 1)]
+    choices = [str(n) for n in range(1, len(answer.choices) + 1)]
     try:
         choice = (await PromptSession().prompt_async(f"choose {choices[0]}-{choices[-1]}> ")).strip()
     except (KeyboardInterrupt, EOFError):
         choice = ""
     if choice in choices:
-        console.print(ChatMarkdown(await session.press(answer.buttons[int(choice) - 1])))
+        console.print(ChatMarkdown(await session.press(answer.choices[int(choice) - 1])))
     else:
         console.print(Text("Nothing chosen, nothing done.", style="dim"))

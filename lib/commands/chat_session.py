@@ -1,17 +1,19 @@
-"""The terminal's conversation: whose it is, one turn of the agent, and Telegram's slash commands.
+"""The terminal's conversation: whose it is, one turn of the agent, and the slash commands.
 
-Both faces of `ash chat` (the plain loop for pipes and the interactive prompt) talk through a
-ChatSession, so a line means the same thing in each: a slash command from the Telegram REGISTRY,
-answered by the same handler, or a message for the agent.
+`ash chat` is the conversation's second channel (lib/conversation/): both its faces (the plain
+loop for pipes and the interactive prompt) talk through a ChatSession, so a line means the same
+thing in each and in Telegram: a slash command from the REGISTRY, answered by the same handler,
+the correction /why's Wrong asked for, or a message for the agent. Buttons become numbered
+choices.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from lib.agent import Approvals, OutputSink, ToolWatcher, TurnInput, TurnResult
 from lib.config import Settings
+from lib.conversation.replies import Asker, Button, Reply
 from lib.runtime import Runtime
 
 # The CLI conversation is one chat of its own per user; it persists across runs until `/new`.
@@ -38,22 +40,6 @@ def cli_chat_id(settings: Settings, user_id: str) -> str:
     return CLI_CHAT_ID if user_id == cli_user_id(settings) else f"{CLI_CHAT_ID}:{user_id}"
 
 
-@dataclass(frozen=True)
-class Button:
-    """A choice a command offers (Telegram shows it as an inline button)."""
-
-    label: str
-    data: str
-
-
-@dataclass(frozen=True)
-class CommandAnswer:
-    """What a slash command answered: Markdown text and the choices it offers, if any."""
-
-    text: str
-    buttons: tuple[Button, ...] = ()
-
-
 class ChatSession:
     """One user's terminal conversation over a runtime (`close` releases it)."""
 
@@ -74,51 +60,36 @@ class ChatSession:
         turn = TurnInput(provider=CLI_PROVIDER, chat_id=self.chat_id, user_id=self.user_id, text=text)
         return await run_turn(self.runtime, turn, sink, tool_watcher=tool_watcher, approvals=approvals)
 
-    async def command(self, text: str) -> CommandAnswer | None:
-        """Answer a slash command as Telegram would; None when `text` is not one (it goes to the agent)."""
-        from lib.telegram.commands import COMMANDS, parse_command, run_command
+    @property
+    def asker(self) -> Asker:
+        """The terminal's user, in their terminal chat."""
+        return Asker(CLI_PROVIDER, self.chat_id, self.user_id)
+
+    async def command(self, text: str) -> Reply | None:
+        """Answer a slash command as Telegram would, or the correction /why's Wrong asked for;
+        None when `text` is neither (it goes to the agent)."""
+        from lib.conversation.commands import BY_NAME, Ask, parse_command, run_command
+        from lib.conversation.why import correction_reply
 
         parsed = parse_command(text, None)
-        if parsed is None or parsed[0] not in COMMANDS:
-            return None
+        conn, settings = self.runtime.db.conn, self.settings
+        if parsed is None or parsed[0] not in BY_NAME:
+            corrected = await asyncio.to_thread(lambda: correction_reply(conn(), settings, self.asker, text))
+            return Reply(corrected) if corrected is not None else None
         name, args = parsed
-
-        def answer():
-            return run_command(
-                self.runtime.db.conn(),
-                self.settings,
-                name=name,
-                args=args,
-                user_id=self.user_id,
-                chat_id=self.chat_id,
-                provider=CLI_PROVIDER,
-                # Between prompts no answer is being written; Ctrl-C is what stops one.
-                stop_running=lambda: False,
-            )
-
-        reply = await asyncio.to_thread(answer)
-        if reply is None:
-            return None
-        text = f"{reply.text}\n\n{TERMINAL_HELP}" if name == "help" else reply.text
-        rows = reply.keyboard.inline_keyboard if reply.keyboard else []
-        buttons = tuple(Button(b.text, b.callback_data or "") for row in rows for b in row)
-        return CommandAnswer(text, buttons)
+        # Between prompts no answer is being written (Ctrl-C is what stops one): /stop has nothing to stop.
+        reply = await asyncio.to_thread(lambda: run_command(Ask(conn(), settings, self.asker, args), name))
+        return Reply(f"{reply.text}\n\n{TERMINAL_HELP}") if name == "help" else reply
 
     async def press(self, button: Button) -> str:
         """Act on a chosen button as Telegram does on a press; the text to show for it."""
-        from lib.telegram.commands import run_callback
+        from lib.conversation.commands import run_press
 
-        toast, text = await asyncio.to_thread(
-            lambda: run_callback(
-                self.runtime.db.conn(),
-                self.settings,
-                data=button.data,
-                user_id=self.user_id,
-                chat_id=self.chat_id,
-                provider=CLI_PROVIDER,
-            )
+        done = await asyncio.to_thread(
+            lambda: run_press(self.runtime.db.conn(), self.settings, self.asker, button.data)
         )
-        return text or toast
+        shown = done.message or done.reply
+        return shown.text if shown is not None else done.notice
 
     async def close(self) -> None:
         """Close the model clients, the HTTP client and the database."""

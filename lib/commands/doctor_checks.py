@@ -138,7 +138,7 @@ def check_allowed(settings: Settings) -> Check:
 def _allowed_entries(settings: Settings) -> list[str]:
     """Allowed entries from config.toml and, when the database exists, from `ash users allow`."""
     from lib.commands.common import open_db
-    from lib.telegram.access import listing
+    from lib.conversation.access import listing
 
     if not settings.database_path.exists():
         return [str(entry) for entry in settings.config.telegram.allowed_users]

@@ -85,7 +85,7 @@ def run(command: tuple[str, ...]) -> None:
     from lib.replica.boot import restore_at_boot
     from lib.replica.litestream import credential_names, litestream_env, replicate_argv
     from lib.replica.target import replica_of, write_config
-    from lib.replica.writer import writer_rule
+    from lib.replica.writer_rule import writer_rule
 
     settings = settings_or_exit()
     environ = dict(os.environ)

@@ -43,7 +43,7 @@ def schedule_list(user_id: str | None, chat_id: str | None, everything: bool) ->
 
 def _must_be_allowed(conn, settings, user: str) -> None:
     """Refuse a task for someone who may not talk to Ash: it would be skipped at every run."""
-    from lib.telegram.access import still_allowed
+    from lib.conversation.access import still_allowed
 
     if not still_allowed(conn, settings, user):
         raise click.ClickException(
@@ -82,7 +82,6 @@ def schedule_add(
     from lib.schedule import describe, store
     from lib.schedule.times import parse_at, parse_timing
     from lib.schedule.times import zone as zone_named
-    from lib.telegram.access import chat_state
 
     settings = settings_or_exit()
     user = resolve_user(settings, user_id)
@@ -92,11 +91,10 @@ def schedule_add(
         now = time.time()
         tz = zone_named(zone) if zone else store.zone_for(conn, settings, user)
         chat = chat_id or user
-        known = chat_state(conn, chat)
         draft = store.Draft(
             user_id=user,
             chat_id=chat,
-            chat_type=known["type"] if known else ("supergroup" if chat.startswith("-") else "private"),
+            chat_type=store.chat_type(conn, chat),
             message_thread_id=topic,
             timing=parse_timing(at=at, every=every, cron=cron, tz=tz, now=now),
             action=store.PROMPT if is_prompt else store.MESSAGE,

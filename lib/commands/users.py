@@ -31,7 +31,7 @@ ENTRY = {"context_settings": {"ignore_unknown_options": True}}
 @click.argument("entry")
 def users_allow(entry: str) -> None:
     """Allow a Telegram user by numeric id or @username (effective at once, no restart)."""
-    from lib.telegram.access import allow
+    from lib.conversation.access import allow
 
     key = _entry(entry)
     settings = settings_or_exit()
@@ -56,7 +56,7 @@ def users_deny(entry: str) -> None:
 
     The denial wins over config.toml's allowed_users until `ash users allow` lets them in again.
     The owner cannot be denied."""
-    from lib.telegram.access import deny
+    from lib.conversation.access import deny
 
     key = _entry(entry)
     settings = settings_or_exit()
@@ -81,8 +81,8 @@ def users_deny(entry: str) -> None:
 @click.argument("user_id", required=False, type=USER_ID)
 def users_show(user_id: str | None) -> None:
     """List allowed users, or show one user's profile."""
+    from lib.conversation.access import denials, listing
     from lib.memory.store import get_profile
-    from lib.telegram.access import denials, listing
 
     settings = settings_or_exit()
     conn = open_db(settings)

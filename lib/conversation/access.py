@@ -10,14 +10,13 @@ users deny`) wins over both lists until the person is allowed again; their data 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import apsw
 
 from lib.config import Settings
 from lib.config.people import parse_entry
-from lib.db import immediate, iso, now_iso, one, rows, write
+from lib.db import immediate, now_iso, one, rows
 from lib.errors import OwnerProtected
 from lib.memory import browse, store
 
@@ -52,21 +51,6 @@ UNION ALL SELECT user_id FROM denied_users WHERE entry = :entry AND user_id IS N
 LIMIT 1
 """
 DENIALS_SQL = "SELECT entry, user_id, source, denied_at FROM denied_users ORDER BY denied_at"
-
-UPSERT_CHAT_SQL = """
-INSERT INTO chats (chat_id, type, title, updated_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (chat_id) DO UPDATE SET type = excluded.type, title = coalesce(excluded.title, title),
-    updated_at = excluded.updated_at
-"""
-
-# A stranger's private chat gets one row, made by their one denial and holding nothing else.
-DENIED_NOTICE_SQL = """
-INSERT INTO chats (chat_id, type, denied_notice_at, updated_at) VALUES (:chat, 'private', :now, :now)
-ON CONFLICT (chat_id) DO UPDATE SET denied_notice_at = :now WHERE chats.denied_notice_at IS NULL
-"""
-RECENT_DENIALS_SQL = "SELECT count(*) FROM chats WHERE denied_notice_at >= ?"
-# Denials sent to all strangers together in one minute, at most: beyond it they are told later.
-DENIALS_PER_MINUTE = 20
 
 
 def normalize_entry(entry: str | int) -> str:
@@ -267,44 +251,3 @@ def people(conn: apsw.Connection, settings: Settings) -> list[dict]:
     for holder in found.values():
         holder["access"] = _access(settings, holder)
     return sorted(found.values(), key=lambda p: (p["user_id"] is None, p["user_id"] or p["entries"][0]["entry"]))
-
-
-MARK_BLOCKED_SQL = """
-INSERT INTO chats (chat_id, type, blocked_at, updated_at) VALUES (?, 'private', ?, ?)
-ON CONFLICT (chat_id) DO UPDATE SET blocked_at = excluded.blocked_at, updated_at = excluded.updated_at
-"""
-MARK_MIGRATED_SQL = """
-INSERT INTO chats (chat_id, type, migrated_to, updated_at) VALUES (?, 'group', ?, ?)
-ON CONFLICT (chat_id) DO UPDATE SET migrated_to = excluded.migrated_to, updated_at = excluded.updated_at
-"""
-
-
-def note_chat(conn: apsw.Connection, chat_id: int, chat_type: str, title: str | None) -> None:
-    """Remember a chat Ash has seen."""
-    write(conn, UPSERT_CHAT_SQL, (str(chat_id), chat_type, title, now_iso()))
-
-
-def should_tell_denied(conn: apsw.Connection, chat_id: int, per_minute: int = DENIALS_PER_MINUTE) -> bool:
-    """True once per private chat, the first time someone not allowed writes there, unless
-    `per_minute` strangers were already told in the last minute (then nothing is stored)."""
-    with immediate(conn):
-        if conn.execute(RECENT_DENIALS_SQL, (iso(time.time() - 60),)).fetchone()[0] >= per_minute:
-            return False
-        conn.execute(DENIED_NOTICE_SQL, {"chat": str(chat_id), "now": now_iso()})
-        return conn.changes() > 0
-
-
-def chat_state(conn: apsw.Connection, chat_id: int | str) -> dict | None:
-    """The chat's row (blocked_at, migrated_to, ...), or None."""
-    found = rows(conn, "SELECT * FROM chats WHERE chat_id = ?", (str(chat_id),))
-    return found[0] if found else None
-
-
-def mark_blocked(conn: apsw.Connection, chat_id: int | str, blocked: bool = True) -> None:
-    """The user blocked the bot (403) or unblocked it: stop or resume writing there."""
-    write(conn, MARK_BLOCKED_SQL, (str(chat_id), now_iso() if blocked else None, now_iso()))
-
-
-def mark_migrated(conn: apsw.Connection, chat_id: int | str, new_chat_id: int | str) -> None:
-    """A group became a supergroup with a new id."""
-    write(conn, MARK_MIGRATED_SQL, (str(chat_id), str(new_chat_id), now_iso()))

@@ -1,81 +1,61 @@
-"""Slash commands: /start, /help, /new, /stop, /memory, /timezone, /model (lib/telegram/model_command.py),
-/reminders (lib/telegram/reminders_command.py), /forget (with its confirm button).
+"""Slash commands and their buttons: /start, /help, /new, /stop, /memory, /timezone, /model
+(model.py), /reminders (reminders.py), /why (why.py), /forget with its confirm buttons.
 
-REGISTRY is the one list of them: the processor routes by it, /help lists it, and Telegram's
-command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all three,
-and in `ash chat`, which answers them with these same handlers (lib/commands/chat_session.py).
+REGISTRY is the one list of them: every channel routes by it, /help lists it, and Telegram's
+command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all of
+them. A command answers a Reply and a button press a Press (replies.py), which each channel
+renders: Telegram as messages with inline keyboards, `ash chat` as text and numbered choices.
 """
 
 from __future__ import annotations
 
-import logging
 import zoneinfo
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import apsw
 
 from lib.config import Settings
+from lib.conversation import model, reminders
+from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.memory import store
-from lib.telegram.model_command import MODEL_PICK, model_press, model_reply
-from lib.telegram.reminders_command import CANCEL as REMINDER_CANCEL
-from lib.telegram.reminders_command import reminders_press, reminders_reply
-from lib.telegram.types import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup
 
-log = logging.getLogger("ash.telegram")
+
+@dataclass(frozen=True)
+class Ask:
+    """One command as asked: who asked where, what followed its name, and the answer it replied
+    to (/why explains that one). `stop_running` stops the asker's answer being written, if any."""
+
+    conn: apsw.Connection
+    settings: Settings
+    asker: Asker
+    args: str = ""
+    reply_to: int | None = None
+    stop_running: Callable[[], bool] = field(default=lambda: False)
 
 
 @dataclass(frozen=True)
 class Command:
-    """A slash command: its name and the line that describes it in /help and the menu."""
+    """A slash command: its name, the line that describes it in /help and the menu, and its answer."""
 
     name: str
     description: str
+    answer: Callable[[Ask], Reply]
     # /start is what Telegram's own Start button sends: it needs no place in the menu.
     listed: bool = True
-
-
-REGISTRY = (
-    Command("start", "greeting", listed=False),
-    Command("new", "start a fresh conversation (I keep what I know about you)"),
-    Command("stop", "stop the answer I am writing"),
-    Command("memory", "what I know about you"),
-    Command("why", "what my last answer drew on (or reply /why to an answer), to forget or correct it"),
-    Command("timezone", "show or set your time zone, e.g. /timezone Europe/Lisbon"),
-    Command("model", "show or switch the model that answers in this chat"),
-    Command("reminders", "the reminders and scheduled tasks of this chat, with buttons to cancel"),
-    Command("forget", "delete everything I know about you"),
-    Command("help", "what I can do"),
-)
-COMMANDS = tuple(command.name for command in REGISTRY)
-
-HELP = "\n".join(
-    [
-        "I'm Ash, your assistant. Write to me as you would to a person; I remember what we talk about.",
-        "",
-        *(f"/{command.name} - {command.description}" for command in REGISTRY if command.listed),
-    ]
-)
-
-
-def menu() -> list[BotCommand]:
-    """The command menu Telegram should show (setMyCommands), from REGISTRY."""
-    return [BotCommand(command=c.name, description=c.description) for c in REGISTRY if c.listed]
+    # About one person's own memory: asked in a group, it is answered in their private chat, so
+    # the group never reads it (lib/memory/scope.py).
+    private: bool = False
 
 
 START = "Hello! I'm Ash, your assistant. Write to me as you would to a person.\n\nSend /help to see what I can do."
-
 FORGET_YES = "forget:yes:"
 FORGET_NO = "forget:no:"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What a command answers: Markdown text and optionally inline buttons."""
-
-    text: str
-    keyboard: InlineKeyboardMarkup | None = None
+FORGET_QUESTION = (
+    "This deletes our conversations, the facts I saved about you, your profile and your scheduled tasks. "
+    "It cannot be undone. Are you sure?"
+)
 
 
 def parse_command(text: str, bot_username: str | None) -> tuple[str, str] | None:
@@ -87,12 +67,6 @@ def parse_command(text: str, bot_username: str | None) -> tuple[str, str] | None
     if target and bot_username and target.lower() != bot_username.lower():
         return None
     return name.lower(), args.strip()
-
-
-def _describe(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
-    from lib.memory.knowledge import describe_user
-
-    return describe_user(conn, settings, user_id)
 
 
 def timezone_reply(conn: apsw.Connection, settings: Settings, user_id: str, zone: str) -> str:
@@ -123,96 +97,112 @@ def forget(conn: apsw.Connection, settings: Settings, user_id: str, actor: str) 
     return forget_user(conn, settings, user_id, actor, erasers=erasers)
 
 
-def run_command(
-    conn: apsw.Connection,
-    settings: Settings,
-    *,
-    name: str,
-    user_id: str,
-    chat_id: str,
-    stop_running: Callable[[], bool],
-    args: str = "",
-    provider: str = "telegram",
-    chat_type: str = "private",
-    reply_to: int | None = None,
-) -> Reply | None:
-    """Answer a command (`args`: the text after its name); None when it is not one of Ash's (it then
-    goes to the agent as text). `provider` names the channel of the chat /new and /model act on;
-    `reply_to` is the message the command replied to (/why explains that answer)."""
-    if name == "start":
-        return Reply(START)
-    if name == "help":
-        return Reply(HELP)
-    if name == "new":
-        closed = store.close_session(conn, provider, chat_id)
-        return Reply(
-            "Started a new conversation. I still remember what I know about you."
-            if closed
-            else "This is already a fresh conversation."
-        )
-    if name == "stop":
-        return Reply("Stopped." if stop_running() else "Nothing to stop.")
-    if name == "memory":
-        return Reply(_describe(conn, settings, user_id))
-    if name == "timezone":
-        return Reply(timezone_reply(conn, settings, user_id, args))
-    if name == "why":
-        from lib.telegram.why import why_reply
-
-        return Reply(*why_reply(conn, provider=provider, chat_id=chat_id, user_id=user_id, reply_to=reply_to))
-    if name == "model":
-        return Reply(
-            *model_reply(
-                conn, settings, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id, args=args
-            )
-        )
-    if name == "reminders":
-        return Reply(
-            *reminders_reply(conn, settings, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id)
-        )
-    if name == "forget":
-        keyboard = InlineKeyboardMarkup(
-            inline_keyboard=[
-                [
-                    InlineKeyboardButton(text="Yes, forget me", callback_data=f"{FORGET_YES}{user_id}"),
-                    InlineKeyboardButton(text="Cancel", callback_data=f"{FORGET_NO}{user_id}"),
-                ]
-            ]
-        )
-        return Reply(
-            "This deletes our conversations, the facts I saved about you, your profile and your scheduled tasks. "
-            "It cannot be undone. "
-            "Are you sure?",
-            keyboard,
-        )
-    return None
+def _new(ask: Ask) -> Reply:
+    closed = store.close_session(ask.conn, ask.asker.provider, ask.asker.chat_id)
+    if closed:
+        return Reply("Started a new conversation. I still remember what I know about you.")
+    return Reply("This is already a fresh conversation.")
 
 
-def run_callback(
-    conn: apsw.Connection,
-    settings: Settings,
-    *,
-    data: str,
-    user_id: str,
-    chat_id: str | None,
-    chat_type: str = "private",
-    provider: str = "telegram",
-) -> tuple[str, str | None]:
-    """(toast, new text for the message) for a button press in `chat_id` (None: a message not in a
-    chat), acting only when the presser may. `provider` names the channel in the audit log."""
-    if data.startswith(MODEL_PICK) and chat_id is not None:
-        return model_press(
-            conn, settings, data=data, provider=provider, chat_id=chat_id, chat_type=chat_type, user_id=user_id
-        )
-    if data.startswith(REMINDER_CANCEL) and chat_id is not None:
-        return reminders_press(conn, settings, data=data, provider=provider, chat_id=chat_id, user_id=user_id)
-    for prefix in (FORGET_YES, FORGET_NO):
+def _memory(ask: Ask) -> Reply:
+    from lib.memory.knowledge import describe_user
+
+    return Reply(describe_user(ask.conn, ask.settings, ask.asker.user_id))
+
+
+def _why(ask: Ask) -> Reply:
+    # /why's module loads the memory-editing code: only when someone asks.
+    from lib.conversation.why import why_reply
+
+    return why_reply(ask.conn, ask.asker, ask.reply_to)
+
+
+def _forget_question(ask: Ask) -> Reply:
+    user_id = ask.asker.user_id
+    yes, cancel = Button("Yes, forget me", f"{FORGET_YES}{user_id}"), Button("Cancel", f"{FORGET_NO}{user_id}")
+    return Reply(FORGET_QUESTION, ((yes, cancel),))
+
+
+REGISTRY = (
+    Command("start", "greeting", lambda ask: Reply(START), listed=False),
+    Command("new", "start a fresh conversation (I keep what I know about you)", _new),
+    Command(
+        "stop",
+        "stop the answer I am writing",
+        lambda ask: Reply("Stopped." if ask.stop_running() else "Nothing to stop."),
+    ),
+    Command("memory", "what I know about you", _memory, private=True),
+    Command(
+        "why", "what my last answer drew on (or reply /why to an answer), to forget or correct it", _why, private=True
+    ),
+    Command(
+        "timezone",
+        "show or set your time zone, e.g. /timezone Europe/Lisbon",
+        lambda ask: Reply(timezone_reply(ask.conn, ask.settings, ask.asker.user_id, ask.args)),
+    ),
+    Command(
+        "model",
+        "show or switch the model that answers in this chat",
+        lambda ask: model.model_reply(ask.conn, ask.settings, ask.asker, ask.args),
+    ),
+    Command(
+        "reminders",
+        "the reminders and scheduled tasks of this chat, with buttons to cancel",
+        lambda ask: reminders.reminders_reply(ask.conn, ask.settings, ask.asker),
+    ),
+    Command("forget", "delete everything I know about you", _forget_question, private=True),
+    Command("help", "what I can do", lambda ask: Reply(HELP)),
+)
+BY_NAME = {command.name: command for command in REGISTRY}
+COMMANDS = tuple(BY_NAME)
+
+HELP = "\n".join(
+    [
+        "I'm Ash, your assistant. Write to me as you would to a person; I remember what we talk about.",
+        "",
+        *(f"/{command.name} - {command.description}" for command in REGISTRY if command.listed),
+    ]
+)
+
+
+def run_command(ask: Ask, name: str) -> Reply | None:
+    """The answer to the command `name`; None when it is not one of Ash's (it then goes to the
+    agent as text)."""
+    command = BY_NAME.get(name)
+    return command.answer(ask) if command is not None else None
+
+
+def _forget_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    answer, _, owner = data.rpartition(":")
+    if owner != asker.user_id:
+        return Press("This button belongs to someone else.")
+    if f"{answer}:" == FORGET_NO:
+        return Press("Kept.", Reply("Okay, I forgot nothing."))
+    counts = forget(conn, settings, asker.user_id, actor=asker.actor)
+    total = sum(v for v in counts.values() if isinstance(v, int))
+    return Press("Done.", Reply(f"Done: I forgot everything about you ({total} items deleted)."))
+
+
+def _why_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    from lib.conversation.why import press
+
+    return press(conn, settings, asker, data)
+
+
+# Which module a press belongs to, by the start of its button's data.
+PRESSES: tuple[tuple[str, Callable[[apsw.Connection, Settings, Asker, str], Press]], ...] = (
+    (model.MODEL_PICK, model.model_press),
+    (reminders.CANCEL, reminders.reminders_press),
+    (FORGET_YES, _forget_press),
+    (FORGET_NO, _forget_press),
+    ("why:", _why_press),
+)
+
+
+def run_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """Act on a button pressed by `asker` in their chat, only as far as the presser may (stored
+    state decides: a button is a request, never a permission)."""
+    for prefix, act in PRESSES:
         if data.startswith(prefix):
-            if data.removeprefix(prefix) != user_id:
-                return "This button belongs to someone else.", None
-            if prefix == FORGET_NO:
-                return "Kept.", "Okay, I forgot nothing."
-            counts = forget(conn, settings, user_id, actor=f"{provider}:{user_id}")
-            total = sum(v for v in counts.values() if isinstance(v, int))
-            return "Done.", f"Done: I forgot everything about you ({total} items deleted)."
-    return "", None
+            return act(conn, settings, asker, data)
+    return Press()

@@ -14,15 +14,15 @@ import apsw
 
 from lib.agent import pick_preset, picked_preset
 from lib.config import DEFAULT_PRESET, LLMConfig, Settings
+from lib.conversation.replies import Asker, Button, Press, Reply, column
 from lib.memory.scope import is_group
-from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
-log = logging.getLogger("ash.telegram")
+log = logging.getLogger("ash.conversation")
 
 MODEL_PICK = "model:"
 OWNER_ONLY = "Only the owner can switch this group's model."
 NO_PRESETS = """This chat uses the default model, {model}. No other models are configured: to offer one, \
-add a preset to config.toml and restart Ash, for example
+add a preset to config.toml (Ash picks it up without a restart), for example
 
 ```toml
 [models.fast]
@@ -35,6 +35,8 @@ PICK = "Pick one below, or send /model NAME."
 UNKNOWN = "There is no model preset `{name}`. The presets are {names}."
 GONE = "That preset is no longer configured; send /model for the current list."
 SWITCHED = "Switched."
+NO_KEY = "{name} needs {needs}, which is not set. Add it to secrets.env (no restart needed), then pick it again."
+KEY_NAMES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY (or OPENAI_BASE_URL)"}
 
 
 def _model(llm: LLMConfig) -> str:
@@ -68,53 +70,56 @@ def _listing(settings: Settings, picked: str | None, current: str) -> str:
     return "\n".join([head, "", *lines])
 
 
-def _keyboard(settings: Settings, current: str) -> InlineKeyboardMarkup:
+def _buttons(settings: Settings, current: str) -> tuple[tuple[Button, ...], ...]:
     """One button per preset, the current one ticked."""
-    return InlineKeyboardMarkup(
-        inline_keyboard=[
-            [InlineKeyboardButton(text=f"✓ {name}" if name == current else name, callback_data=f"{MODEL_PICK}{name}")]
-            for name in _presets(settings)
-        ]
+    return column(
+        *(Button(f"✓ {name}" if name == current else name, f"{MODEL_PICK}{name}") for name in _presets(settings))
     )
 
 
-def _switch(conn: apsw.Connection, settings: Settings, provider: str, chat_id: str, name: str) -> str | None:
-    """Switch the chat to the preset `name`; what to tell the chat, or None when there is no such preset."""
+def _switch(conn: apsw.Connection, settings: Settings, asker: Asker, name: str) -> tuple[bool, str] | None:
+    """Switch the chat to the preset `name`: whether it did and what to tell the chat, or None when
+    there is no such preset. A preset whose provider has no key is refused: the chat's next turn
+    would fail."""
+    from lib.llm.router import is_configured
+
     llm = _presets(settings).get(name)
     if llm is None:
         return None
-    pick_preset(conn, provider, chat_id, None if name == DEFAULT_PRESET else name)
-    log.info("chat %s:%s now uses the model preset %s", provider, chat_id, name)
+    if not is_configured(settings, llm):
+        return False, NO_KEY.format(name=name, needs=KEY_NAMES[llm.provider])
+    pick_preset(conn, asker.provider, asker.chat_id, None if name == DEFAULT_PRESET else name)
+    log.info("chat %s:%s now uses the model preset %s", asker.provider, asker.chat_id, name)
     if name == DEFAULT_PRESET:
-        return f"This chat now uses the default model, {_model(llm)}."
-    return f"This chat now uses {name}: {_model(llm)}."
+        return True, f"This chat now uses the default model, {_model(llm)}."
+    return True, f"This chat now uses {name}: {_model(llm)}."
 
 
-def model_reply(
-    conn: apsw.Connection, settings: Settings, *, provider: str, chat_id: str, chat_type: str, user_id: str, args: str
-) -> tuple[str, InlineKeyboardMarkup | None]:
-    """/model's Markdown answer and buttons; `args` is a preset's name to switch to at once."""
+def model_reply(conn: apsw.Connection, settings: Settings, asker: Asker, args: str) -> Reply:
+    """/model's answer and buttons; `args` is a preset's name to switch to at once."""
     if not settings.config.models:
-        return NO_PRESETS.format(model=_model(settings.config.default_llm)), None
-    picked = picked_preset(conn, provider, chat_id)
+        return Reply(NO_PRESETS.format(model=_model(settings.config.default_llm)))
+    picked = picked_preset(conn, asker.provider, asker.chat_id)
     current = picked if picked in settings.config.models else DEFAULT_PRESET
     listing = _listing(settings, picked, current)
-    if not _may_switch(settings, chat_type, user_id):
-        return f"{listing}\n\n{OWNER_ONLY}", None
+    if not _may_switch(settings, asker.chat_type, asker.user_id):
+        return Reply(f"{listing}\n\n{OWNER_ONLY}")
     if not args:
-        return f"{listing}\n\n{PICK}", _keyboard(settings, current)
+        return Reply(f"{listing}\n\n{PICK}", _buttons(settings, current))
     name = args.lower()
-    switched = _switch(conn, settings, provider, chat_id, name)
+    switched = _switch(conn, settings, asker, name)
     if switched is None:
-        return UNKNOWN.format(name=name, names=", ".join(f"`{n}`" for n in _presets(settings))), None
-    return switched, None
+        return Reply(UNKNOWN.format(name=name, names=", ".join(f"`{n}`" for n in _presets(settings))))
+    return Reply(switched[1])
 
 
-def model_press(
-    conn: apsw.Connection, settings: Settings, *, data: str, provider: str, chat_id: str, chat_type: str, user_id: str
-) -> tuple[str, str | None]:
-    """(toast, new text for the message) for a press of one of /model's buttons."""
-    if not _may_switch(settings, chat_type, user_id):
-        return OWNER_ONLY, None
-    switched = _switch(conn, settings, provider, chat_id, data.removeprefix(MODEL_PICK))
-    return (GONE, None) if switched is None else (SWITCHED, switched)
+def model_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """A press of one of /model's buttons: the chat switched, and the message says so."""
+    if not _may_switch(settings, asker.chat_type, asker.user_id):
+        return Press(OWNER_ONLY)
+    switched = _switch(conn, settings, asker, data.removeprefix(MODEL_PICK))
+    if switched is None:
+        return Press(GONE)
+    done, said = switched
+    # Refused for want of a key: the list and its buttons stay, to pick again once the key is set.
+    return Press(SWITCHED, Reply(said)) if done else Press(said)

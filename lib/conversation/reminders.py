@@ -16,15 +16,17 @@ import time
 import apsw
 
 from lib.config import Settings
+from lib.conversation.replies import Asker, Button, Press, Reply, column
 from lib.errors import ScheduleError
 from lib.memory.scope import is_group
-from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 CANCEL = "reminders:cancel:"
+HEAD = "Scheduled in this chat:"
 EMPTY = (
     "There are no reminders or scheduled tasks in this chat. Ask me for one, e.g. "
     "“remind me tomorrow at 9 to call Ana” or “every morning at 8, summarise the weather in Lisbon”."
 )
+NOTHING_ELSE = "Nothing else is scheduled here."
 GROUP_RULE = "Only the person who set a task, or the owner, can cancel it."
 NOT_HERE = "That task is not in this chat."
 ENDED = "That task has already ended or been cancelled."
@@ -40,51 +42,53 @@ def _maker(conn: apsw.Connection, user_id: str) -> str:
     return f"@{profile.username}" if profile and profile.username else f"user {user_id}"
 
 
-def reminders_reply(
-    conn: apsw.Connection, settings: Settings, *, provider: str, chat_id: str, chat_type: str, user_id: str
-) -> tuple[str, InlineKeyboardMarkup | None]:
-    """/reminders' Markdown answer and its cancel buttons."""
+def _listing(conn: apsw.Connection, chat: str, chat_type: str, done: str = "") -> Reply:
+    """The chat's active tasks, a cancel button each, after `done` (what a press just did)."""
     from lib.schedule import describe, store
 
-    try:
-        chat = store.telegram_chat(provider, chat_id, user_id)
-    except ScheduleError as exc:
-        return str(exc), None
     jobs = store.listing(conn, chat_id=chat)
     if not jobs:
-        return EMPTY, None
+        return Reply(f"{done} {NOTHING_ELSE}" if done else EMPTY)
+    head = f"{done}\n\nStill scheduled here:" if done else HEAD
     group = is_group(chat_type)
     lines = [f"- {describe.line(job)}" + (f" (set by {_maker(conn, job.user_id)})" if group else "") for job in jobs]
     footer = f"Press a button to cancel one. {GROUP_RULE}" if group else "Press a button to cancel one."
-    keyboard = InlineKeyboardMarkup(
-        inline_keyboard=[
-            [InlineKeyboardButton(text=f"Cancel #{job.id}", callback_data=f"{CANCEL}{job.id}")] for job in jobs
-        ]
-    )
-    return "\n".join(["Scheduled in this chat:", *lines, "", footer]), keyboard
+    buttons = column(*(Button(f"Cancel #{job.id}", f"{CANCEL}{job.id}") for job in jobs))
+    return Reply("\n".join([head, *lines, "", footer]), buttons)
 
 
-def reminders_press(
-    conn: apsw.Connection, settings: Settings, *, data: str, provider: str, chat_id: str, user_id: str
-) -> tuple[str, str | None]:
-    """(toast, new text for the message) for a press of a cancel button."""
+def reminders_reply(conn: apsw.Connection, settings: Settings, asker: Asker) -> Reply:
+    """/reminders' answer and its cancel buttons."""
+    from lib.schedule import store
+
+    try:
+        chat = store.telegram_chat(asker.provider, asker.chat_id, asker.user_id)
+    except ScheduleError as exc:
+        return Reply(str(exc))
+    return _listing(conn, chat, asker.chat_type)
+
+
+def reminders_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """A press of a cancel button: the task cancelled, and the message lists the rest, each with
+    its button still (cancelling one leaves the others cancellable)."""
     from lib.schedule import describe, store
 
     job_id = data.removeprefix(CANCEL)
     if not job_id.isdigit():
-        return "", None
+        return Press()
     try:
-        chat = store.telegram_chat(provider, chat_id, user_id)
+        chat = store.telegram_chat(asker.provider, asker.chat_id, asker.user_id)
     except ScheduleError:
-        return NOT_HERE, None
+        return Press(NOT_HERE)
     job = store.get(conn, int(job_id))
     if job is None or job.chat_id != chat:
-        return NOT_HERE, None
+        return Press(NOT_HERE)
     if job.status != "active":
-        return ENDED, None
-    if not store.may_cancel(settings, job, user_id):
-        return NOT_YOURS, None
-    cancelled = store.cancel(conn, job.id, f"{provider}:{user_id}", time.time())
-    if cancelled is None:
-        return ENDED, None
-    return "Cancelled.", f"Cancelled #{job.id}, which {describe.what(job)}. /reminders lists the rest."
+        return Press(ENDED)
+    if not store.may_cancel(settings, job, asker.user_id):
+        return Press(NOT_YOURS)
+    if store.cancel(conn, job.id, asker.actor, time.time()) is None:
+        return Press(ENDED)
+    return Press(
+        "Cancelled.", _listing(conn, chat, asker.chat_type, f"Cancelled #{job.id}, which {describe.what(job)}.")
+    )

@@ -5,22 +5,21 @@ asks for the right version and supersedes it with what the person writes next.
 Every press is checked against stored state: the item belongs to a recorded answer, the presser
 is the person who asked it, and the entry or message is still in that answer's memory (the
 asker's own, or in a group the group's). An item already forgotten or corrected says so and
-changes nothing. In a group /why is answered in the asker's private chat (lib/telegram/updates.py
-PRIVATE_COMMANDS): the list names what Ash remembers.
+changes nothing. In a group /why is answered in the asker's private chat (a private command in
+commands.py): the list names what Ash remembers.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import apsw
 
 from lib.config import Settings
+from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.db import immediate, now_iso, one
 from lib.memory import correct, forget, knowledge, provenance
 from lib.memory.provenance import Answer, Source
-from lib.telegram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 OPEN = "why:o:"
 FORGET = "why:f:"
@@ -40,25 +39,9 @@ ASK = "What is right instead of “{old}”? Send it as your next message here (
 DONE_FORGET = "Forgotten."
 
 
-@dataclass(frozen=True)
-class Press:
-    """What a /why button press does: a toast, the list again (None: unchanged), and, for
-    Wrong, the question to send."""
-
-    toast: str
-    text: str | None = None
-    keyboard: InlineKeyboardMarkup | None = None
-    ask: str | None = None
-
-
-def is_why(data: str | None) -> bool:
-    """Whether callback data belongs to /why's buttons."""
-    return bool(data) and data.startswith(("why:o:", "why:f:", "why:w:"))
-
-
-def actor(provider: str, user_id: str) -> str:
+def actor(asker: Asker) -> str:
     """Who the audit log names for a change made from /why."""
-    return f"{provider}:{user_id}:why"
+    return f"{asker.actor}:why"
 
 
 def _snippet(text: str) -> str:
@@ -88,33 +71,33 @@ def _describe(conn: apsw.Connection, answer: Answer, item: Source) -> tuple[str,
     return f"Profile note: {_snippet(line.removeprefix('- '))}", True
 
 
-def listing(conn: apsw.Connection, answer: Answer) -> tuple[str, InlineKeyboardMarkup | None]:
-    """The text of the list and its buttons (two per live item; one for a message)."""
+def listing(conn: apsw.Connection, answer: Answer) -> Reply:
+    """The list and its buttons (two per live item; one for a message)."""
     items = provenance.sources(conn, answer.id)
     if not items:
-        return NOTHING_USED, None
+        return Reply(NOTHING_USED)
     lines, rows = [f"That answer drew on {len(items)} thing{'s' if len(items) > 1 else ''} I remember:"], []
     for number, item in enumerate(items, start=1):
         line, live = _describe(conn, answer, item)
         lines.append(f"{number}. {line}")
         if not live:
             continue
-        row = [InlineKeyboardButton(text=f"Forget {number}", callback_data=f"{FORGET}{item.id}")]
+        row = [Button(f"Forget {number}", f"{FORGET}{item.id}")]
         if item.kind != "message":
-            row.append(InlineKeyboardButton(text=f"Wrong {number}", callback_data=f"{WRONG}{item.id}"))
-        rows.append(row)
+            row.append(Button(f"Wrong {number}", f"{WRONG}{item.id}"))
+        rows.append(tuple(row))
     if rows:
         lines += ["", "Forget deletes it for good; Wrong lets you tell me what is right."]
-    return "\n".join(lines), InlineKeyboardMarkup(inline_keyboard=rows) if rows else None
+    return Reply("\n".join(lines), tuple(rows))
 
 
-def why_reply(
-    conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str, reply_to: int | None
-) -> tuple[str, InlineKeyboardMarkup | None]:
+def why_reply(conn: apsw.Connection, asker: Asker, reply_to: int | None) -> Reply:
     """/why's answer: the list for the answer replied to, or for the asker's last one here."""
-    answer = provenance.find(conn, provider=provider, chat_id=chat_id, user_id=user_id, reply_to=reply_to)
+    answer = provenance.find(
+        conn, provider=asker.provider, chat_id=asker.chat_id, user_id=asker.user_id, reply_to=reply_to
+    )
     if answer is None:
-        return (NOT_AN_ANSWER if reply_to is not None else NO_ANSWER), None
+        return Reply(NOT_AN_ANSWER if reply_to is not None else NO_ANSWER)
     return listing(conn, answer)
 
 
@@ -123,8 +106,10 @@ def _may_act(answer: Answer, user_id: str) -> bool:
     return answer.user_id == user_id
 
 
-def press(conn: apsw.Connection, settings: Settings, *, data: str, user_id: str, provider: str, chat_id: str) -> Press:
-    """Act on a /why button pressed by `user_id` in `chat_id`."""
+def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """Act on a /why button pressed by `asker`: the 🧠 button sends the list as a new message;
+    Forget and Wrong redraw it in place (the same list is pressed again and again), and Wrong
+    sends the question the next message answers."""
     raw_id = data.rpartition(":")[2]
     if not raw_id.isdigit():
         return Press(GONE)
@@ -132,26 +117,21 @@ def press(conn: apsw.Connection, settings: Settings, *, data: str, user_id: str,
         answer = provenance.get(conn, int(raw_id))
         if answer is None:
             return Press(NO_RECORD)
-        if not _may_act(answer, user_id):
-            return Press(NOT_YOURS)
-        text, keyboard = listing(conn, answer)
-        return Press("", text, keyboard)
+        return Press(message=listing(conn, answer)) if _may_act(answer, asker.user_id) else Press(NOT_YOURS)
     found = provenance.source(conn, int(raw_id))
     if found is None:
         return Press(GONE)
     item, answer = found
-    if not _may_act(answer, user_id):
+    if not _may_act(answer, asker.user_id):
         return Press(NOT_YOURS)
-    who = actor(provider, user_id)
     if data.startswith(FORGET):
-        if not _forget(conn, settings, answer, item, who):
-            return Press(GONE, *listing(conn, answer))
-        return Press(DONE_FORGET, *listing(conn, answer))
+        forgotten = _forget(conn, settings, answer, item, actor(asker))
+        return Press(DONE_FORGET if forgotten else GONE, listing(conn, answer))
     line, live = _describe(conn, answer, item)
     if not live:
-        return Press(CORRECTED if "replaced" in line else GONE, *listing(conn, answer))
-    _open_correction(conn, provider=provider, chat_id=chat_id, user_id=user_id, item_id=item.id)
-    return Press("Tell me what is right.", ask=ASK.format(old=_old_text(conn, answer, item)))
+        return Press(CORRECTED if "replaced" in line else GONE, listing(conn, answer))
+    _open_correction(conn, asker, item_id=item.id)
+    return Press("Tell me what is right.", message=Reply(ASK.format(old=_old_text(conn, answer, item))))
 
 
 def _old_text(conn: apsw.Connection, answer: Answer, item: Source) -> str:
@@ -195,7 +175,8 @@ ORDER BY id DESC LIMIT 1
 """
 
 
-def _open_correction(conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str, item_id: int) -> None:
+def _open_correction(conn: apsw.Connection, asker: Asker, *, item_id: int) -> None:
+    provider, chat_id, user_id = asker.provider, asker.chat_id, asker.user_id
     with immediate(conn):
         # One question at a time: a newer Wrong replaces an unanswered one.
         conn.execute(
@@ -210,17 +191,15 @@ def _open_correction(conn: apsw.Connection, *, provider: str, chat_id: str, user
         )
 
 
-def waiting_correction(conn: apsw.Connection, *, provider: str, chat_id: str, user_id: str) -> int | None:
-    """The id of the correction this person was asked for here, if one is open."""
-    found = one(
-        conn, OPEN_CORRECTION_SQL, {"provider": provider, "chat_id": chat_id, "user_id": user_id, "now": time.time()}
-    )
-    return found["id"] if found else None
+def correction_reply(conn: apsw.Connection, settings: Settings, asker: Asker, text: str) -> str | None:
+    """After Wrong, the person's next message here is the right version: stored, and answered
+    with what changed; None when no correction was asked for (the message is an ordinary one)."""
+    where = {"provider": asker.provider, "chat_id": asker.chat_id, "user_id": asker.user_id}
+    found = one(conn, OPEN_CORRECTION_SQL, {**where, "now": time.time()})
+    return _apply_correction(conn, settings, found["id"], text, asker) if found else None
 
 
-def apply_correction(
-    conn: apsw.Connection, settings: Settings, correction_id: int, text: str, *, provider: str, user_id: str
-) -> str:
+def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: int, text: str, asker: Asker) -> str:
     """Store what the person says is right (the message after Wrong); returns the reply."""
     with immediate(conn):
         conn.execute("UPDATE memory_corrections SET status = 'done' WHERE id = ? AND status = 'open'", (correction_id,))
@@ -231,9 +210,9 @@ def apply_correction(
         if found is None:
             return GONE
         item, answer = found
-        who = actor(provider, user_id)
+        who = actor(asker)
         if item.kind == "knowledge":
-            new_id = correct.correct_entry(conn, settings, item.ref_id, text, actor=who, asked_by=user_id)
+            new_id = correct.correct_entry(conn, settings, item.ref_id, text, actor=who, asked_by=asker.user_id)
             if new_id is None:
                 return CORRECTED
             return f"Thanks, corrected: I now remember “{_snippet(text)}” (#{new_id}, replacing #{item.ref_id})."
@@ -242,14 +221,12 @@ def apply_correction(
             return GONE
         entry_id = correct.active_entry_saying(conn, answer.user_id, line)
         if entry_id is not None:
-            correct.correct_entry(conn, settings, entry_id, text, actor=who, asked_by=user_id)
+            correct.correct_entry(conn, settings, entry_id, text, actor=who, asked_by=asker.user_id)
         else:
             correct.replace_note(conn, answer.user_id, line, " ".join(text.split()), who)
         return f"Thanks, corrected: my notes about you now say “{_snippet(text)}”."
 
 
-def sources_button(sources_id: int, count: int) -> InlineKeyboardMarkup:
+def sources_button(sources_id: int, count: int) -> Button:
     """The small 🧠 N button under an answer that drew on memory: it opens the /why list."""
-    return InlineKeyboardMarkup(
-        inline_keyboard=[[InlineKeyboardButton(text=f"🧠 {count}", callback_data=f"{OPEN}{sources_id}")]]
-    )
+    return Button(f"🧠 {count}", f"{OPEN}{sources_id}")

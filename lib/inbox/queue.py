@@ -22,7 +22,7 @@ from lib.db import now_iso, one, rows, write, write_rows
 
 # Kinds Ash never answers. They are stored all the same (a repeat delivery is then recognised and
 # the inbox shows what arrived), but already finished: a bot in a busy channel never wakes the
-# processor for them. They are the Bot API 10.1 update types lib/telegram/kinds.py
+# inbox worker for them. They are the Bot API 10.1 update types lib/telegram/kinds.py
 # UNHANDLED_UPDATES lists (with why), "service" (a message saying something happened in the
 # chat, such as a member joining) and "unknown" (an update that did not decode).
 UNANSWERED_KINDS = frozenset(
@@ -195,7 +195,7 @@ def worker_id() -> str:
 def store_params(
     bot_id: int, update_id: int, chat_key: str | None, kind: str, payload: bytes, received_at: str
 ) -> tuple:
-    """STORE_SQL's parameters: pending for the processor, or already skipped (UNANSWERED_KINDS)."""
+    """STORE_SQL's parameters: pending for the inbox worker, or already skipped (UNANSWERED_KINDS)."""
     if kind in UNANSWERED_KINDS:
         note = f"not answered: {kind}"
         return (bot_id, update_id, chat_key, kind, payload, received_at, "skipped", received_at, note)

@@ -53,7 +53,7 @@ def carry_inbox(live: apsw.Connection, restored: apsw.Connection) -> int:
     with immediate(restored):
         restored.execute(CLOSE_OPEN_SQL, (now_iso(),))
         for row in found:
-            if row["status"] == "claimed":  # the server's processor is stopped: nobody holds it
+            if row["status"] == "claimed":  # the server's inbox worker is stopped: nobody holds it
                 row.update(status="pending", claimed_by=None, lease_until=None)
             names = ", ".join(row)
             marks = ", ".join(f":{name}" for name in row)

@@ -27,7 +27,7 @@ from lib.errors import AshError
 from lib.inbox import queue
 from lib.retry import Backoff
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.inbox")
 
 PRUNE_EVERY = 3600.0
 # The message a stop request cancels running work with, so the handler can tell it from a
@@ -125,8 +125,8 @@ class InboxWorker:
             await self.sweep()
         except (AshError, apsw.Error) as exc:
             # The loop retries every tick; /readyz reports the database meanwhile.
-            log.error("update processor: database not usable at start-up: %s", exc)
-        self._loop_task = asyncio.create_task(self._loop(), name="ash-processor")
+            log.error("inbox worker: database not usable at start-up: %s", exc)
+        self._loop_task = asyncio.create_task(self._loop(), name="ash-inbox-worker")
         self.kick()
 
     def kick(self) -> None:
@@ -165,7 +165,7 @@ class InboxWorker:
                 self._wake.clear()  # what arrived before now is in this pump
                 await self.pump()
             except Exception:
-                log.exception("update processor: unexpected error; continuing")
+                log.exception("inbox worker: unexpected error; continuing")
             # Running work needs its lease renewed and stop requests checked about once a second.
             timeout = self.settings.config.server.tick_interval
             if self._jobs:

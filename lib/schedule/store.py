@@ -167,6 +167,15 @@ def telegram_chat(provider: str, chat_id: str, user_id: str) -> str:
     return user_id
 
 
+def chat_type(conn: apsw.Connection, chat_id: str) -> str:
+    """The type of the Telegram chat a task goes to: as last seen there, else guessed from its id
+    (a group's is negative)."""
+    seen = one(conn, "SELECT type FROM chats WHERE chat_id = ?", (chat_id,))
+    if seen is not None:
+        return seen["type"]
+    return "supergroup" if chat_id.startswith("-") else "private"
+
+
 def _check(conn: apsw.Connection, settings: Settings, draft: Draft, now: float) -> float:
     """Refuse what the limits forbid; returns the first run."""
     limits = settings.config.scheduler

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from lib.telegram.commands import COMMANDS
+from lib.conversation.commands import COMMANDS
 from lib.telegram.types import Message
 
 

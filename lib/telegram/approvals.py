@@ -34,7 +34,7 @@ from lib.telegram.placement import Placement
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.telegram")
 
 PREFIX = "approve:"
 RUN, DENY = "run", "deny"

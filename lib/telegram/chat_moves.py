@@ -19,7 +19,7 @@ from lib.db import immediate
 from lib.memory import store
 from lib.memory.moves import move_group_memory
 from lib.schedule.store import move_chat as move_schedules
-from lib.telegram import access
+from lib.telegram.chats import mark_migrated
 
 PROVIDER = "telegram"
 # Rows that name the chat, beside the memory, sessions, pick and tasks moved by their own parts.
@@ -36,7 +36,7 @@ def move_chat(conn: apsw.Connection, old_chat_id: int | str, new_chat_id: int | 
     """Move the chat's state from `old_chat_id` to `new_chat_id` (idempotent); counts by part."""
     old, new = str(old_chat_id), str(new_chat_id)
     with immediate(conn):
-        access.mark_migrated(conn, old, new)
+        mark_migrated(conn, old, new)
         counts = move_group_memory(conn, old, new)
         counts["sessions"] = store.move_sessions(conn, PROVIDER, old, new, "supergroup")
         move_pick(conn, PROVIDER, old, new)

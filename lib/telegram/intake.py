@@ -9,7 +9,7 @@ import msgspec
 
 from lib.errors import Rejected
 from lib.inbox import queue as inbox
-from lib.inbox.writer import InboxWriter
+from lib.inbox.group_commit import InboxWriter
 from lib.runtime import Runtime
 from lib.telegram.kinds import skip_reason, update_chat_id, update_kind
 from lib.telegram.types import UPDATE_DECODER, UPDATE_ID_DECODER
@@ -68,7 +68,7 @@ def _outcome(update_id: int, kind: str, why: str | None, fresh: bool) -> bool:
 
 
 def store_update(runtime: Runtime, body: bytes) -> bool:
-    """Validate and store one update; True when it waits for the processor (new and answerable).
+    """Validate and store one update; True when it waits for the inbox worker (new and answerable).
     Runs in a worker thread."""
     update_id, chat_key, kind, why = parse(body)
     fresh = inbox.store(runtime.db.conn(), runtime.settings.bot_id, update_id, chat_key, kind, body)
@@ -77,7 +77,7 @@ def store_update(runtime: Runtime, body: bytes) -> bool:
 
 async def accept(runtime: Runtime, writer: InboxWriter | None, body: bytes) -> bool:
     """Validate and store one update, committed before this returns; True when it waits for the
-    processor (False for a repeat delivery or a kind Ash does not answer, stored as skipped).
+    inbox worker (False for a repeat delivery or a kind Ash does not answer, stored as skipped).
 
     Validation is a few microseconds of msgspec on the event loop; the write goes to the
     group-committing InboxWriter when the server runs one (else a worker thread)."""

@@ -22,7 +22,7 @@ from lib.telegram.kinds import RECORDING_NOUNS
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import NOT_SENT, Message
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.telegram")
 
 # What each kind is called in a reply, and the name its upload gets: the extension tells the
 # transcription server the format. Telegram names voice files `.oga`, which OpenAI refuses.

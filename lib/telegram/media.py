@@ -17,7 +17,7 @@ from lib.inbox.worker import Released
 from lib.telegram.client import TelegramClient
 from lib.telegram.types import UPDATE_DECODER, Message
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.telegram")
 
 # Seconds an album's first photo waits for its siblings (Telegram sends them as separate updates).
 ALBUM_WAIT = 1.5

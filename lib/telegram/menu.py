@@ -1,7 +1,7 @@
 """Telegram's command menu (the "/" button), kept equal to the command registry.
 
 `ash webhook set` sets it; the server sets it at start-up only when it differs from what Telegram
-has (one getMyCommands read per start), so a new command in lib/telegram/commands.py REGISTRY
+has (one getMyCommands read per start), so a new command in lib/conversation/commands.py REGISTRY
 appears in the menu by itself after a deploy.
 """
 
@@ -11,11 +11,17 @@ import logging
 
 import msgspec
 
+from lib.conversation.commands import REGISTRY
 from lib.errors import TelegramError
 from lib.telegram.client import TelegramClient
-from lib.telegram.commands import menu
+from lib.telegram.types import BotCommand
 
 log = logging.getLogger("ash.telegram")
+
+
+def menu() -> list[BotCommand]:
+    """The command menu Telegram should show (setMyCommands), from the registry."""
+    return [BotCommand(command=c.name, description=c.description) for c in REGISTRY if c.listed]
 
 
 async def set_command_menu(client: TelegramClient) -> list[str]:

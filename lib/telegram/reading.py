@@ -26,7 +26,7 @@ from lib.telegram.client import TelegramClient
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import Document, Message
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.telegram")
 
 TOO_LARGE = "{name} is {size}; I read files up to {limit}. Please send a smaller file, or just the part you need."
 UNREADABLE = "I couldn't read {name}: {reason}."

@@ -18,17 +18,18 @@ import msgspec
 
 from lib.agent import TurnInput, TurnResult, mark_shown
 from lib.config import Settings
+from lib.conversation import access
 from lib.inbox import queue as inbox
 from lib.inbox.scheduler import PAYLOAD_DECODER, Payload
 from lib.memory import store as memory_store
 from lib.schedule import describe
 from lib.schedule import store as schedules
-from lib.telegram import access
+from lib.telegram import chats
 from lib.telegram.client import TelegramClient
 from lib.telegram.placement import Placement
 from lib.telegram.sink import TelegramSink
 
-log = logging.getLogger("ash.processor")
+log = logging.getLogger("ash.telegram")
 
 BELL = "⏰"
 BUDGET_SPENT = (
@@ -138,7 +139,7 @@ class ScheduledRuns:
             return "cancelled before it ran"
         if not job.user_id.isdigit() or not await self._db(access.is_allowed, self.settings, int(job.user_id), None):
             return "its maker may no longer talk to Ash"
-        state = await self._db(access.chat_state, job.chat_id)
+        state = await self._db(chats.chat_state, job.chat_id)
         if state and state["blocked_at"]:
             return "the chat blocked the bot"
         return None

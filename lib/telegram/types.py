@@ -117,6 +117,8 @@ class Message(msgspec.Struct, kw_only=True):
     caption: str | None = None
     entities: list[MessageEntity] = msgspec.field(default_factory=list)
     caption_entities: list[MessageEntity] = msgspec.field(default_factory=list)
+    # The buttons under a message of the bot's, as a button press carries it back.
+    reply_markup: InlineKeyboardMarkup | None = None
     photo: list[PhotoSize] = msgspec.field(default_factory=list)
     voice: Voice | None = None
     document: Document | None = None

@@ -93,8 +93,8 @@ async def admin_check(app: Litestar, scope: Scope) -> Verdict:
 
 async def mcp_check(app: Litestar, scope: Scope) -> Verdict:
     """An MCP token of the right shape, then found in the token table (on a thread)."""
+    from lib.conversation.access import still_allowed
     from lib.mcp import tokens
-    from lib.telegram.access import still_allowed
 
     given = (header(scope, b"authorization") or b"").decode("latin-1")
     if _client_limited(app, scope) or not tokens.well_formed(given):

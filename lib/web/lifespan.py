@@ -27,7 +27,7 @@ from lib.auth_limit import AuthLimiter, behind_fly
 from lib.config import load_settings
 from lib.db import Database
 from lib.redact import install as install_redaction
-from lib.replica.writer import writer_rule
+from lib.replica.writer_rule import writer_rule
 from lib.runtime import Runtime, Warmup
 from lib.web.state import Services
 
@@ -78,8 +78,7 @@ FIRST_TURN_MODULES = (
     "lib.agent.models",
     "lib.tools.registry",
     "lib.telegram.approvals",
-    "lib.telegram.why",
-    "lib.telegram.why_buttons",
+    "lib.conversation.why",
     "lib.telegram.scheduled",
     "lib.telegram.reading",
     "lib.telegram.listening",
@@ -120,7 +119,7 @@ def agent_turn(runtime: Runtime, services: Services) -> Runner:
 
 
 async def start_scheduler(runtime: Runtime, services: Services, delay: float = SCHEDULER_DELAY) -> None:
-    """Fire scheduled tasks into the inbox, waking the update processor for them."""
+    """Fire scheduled tasks into the inbox, waking the inbox worker for them."""
     await asyncio.sleep(delay)
     await runtime.ready()
     from lib.inbox.scheduler import Scheduler
@@ -129,7 +128,7 @@ async def start_scheduler(runtime: Runtime, services: Services, delay: float = S
         runtime.db,
         runtime.settings,
         runtime.settings.bot_id,
-        wake=services.processor.kick,
+        wake=services.inbox_worker.kick,
         schedule_changed=runtime.signals.schedule_changed,
     )
     await scheduler.start()
@@ -160,7 +159,7 @@ async def publish_command_menu(runtime: Runtime, delay: float = MENU_DELAY) -> N
 
 async def start_services(runtime: Runtime, services: Services) -> None:
     """Start every background service, in the order they depend on each other."""
-    from lib.inbox.writer import InboxWriter
+    from lib.inbox.group_commit import InboxWriter
 
     services.writer = InboxWriter(runtime.settings.database_path, runtime.settings.bot_id)
     await services.writer.start()
@@ -168,14 +167,14 @@ async def start_services(runtime: Runtime, services: Services) -> None:
 
 
 async def start_turns(runtime: Runtime, services: Services) -> None:
-    """Start what takes and runs turns: the update processor, memory housekeeping, the scheduler
+    """Start what takes and runs turns: the inbox worker, memory housekeeping, the scheduler
     (also after a restore, lib/web/restore.py)."""
     from lib.memory.service import MemoryService
     from lib.telegram.updates import telegram_worker
 
     services.memory = MemoryService(runtime.db, runtime.settings, complete=model_text(runtime))
-    services.processor = telegram_worker(runtime, runner=agent_turn(runtime, services))
-    await services.processor.start()
+    services.inbox_worker = telegram_worker(runtime, runner=agent_turn(runtime, services))
+    await services.inbox_worker.start()
     await services.memory.start()
     if runtime.settings.config.mcp.servers:
         from lib.tools.mcp_client import warm_up
@@ -196,18 +195,18 @@ async def stop_services(services: Services) -> None:
 
 async def stop_turns(services: Services) -> None:
     """Stop taking turns: running ones are cancelled and release their claims (they resume, editing
-    the message they had started, when the processor starts again)."""
+    the message they had started, when the inbox worker starts again)."""
     for task in (services.command_menu, services.scheduler_start):
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    # The scheduler first: nothing is queued once the processor is gone.
-    for service in (services.scheduler, services.memory, services.processor):
+    # The scheduler first: nothing is queued once the inbox worker is gone.
+    for service in (services.scheduler, services.memory, services.inbox_worker):
         if service is not None:
             await service.stop()
     services.command_menu = services.scheduler_start = services.scheduler = None
-    services.memory = services.processor = None
+    services.memory = services.inbox_worker = None
 
 
 def close_database(runtime: Runtime) -> None:
@@ -239,15 +238,15 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
     app.state.auth_limiter = AuthLimiter(trust_fly_header=behind_fly(os.environ))
     if not settings.secrets.telegram_webhook_secret:
         log.warning("TELEGRAM_WEBHOOK_SECRET is not set: the webhook refuses every update (403) until it is")
-    # One writer owns the database; another machine runs no processor, tick, scheduler or
-    # Litestream and replays whatever writes to the writer (lib/web/writer.py).
+    # One writer owns the database; another machine runs no inbox worker, tick, scheduler or
+    # Litestream and replays whatever writes to the writer (lib/web/write_gate.py).
     app.state.writer_rule = rule = writer_rule(settings, os.environ)
     try:
         if rule.is_writer:
             start_warmup(runtime)
             await start_services(runtime, services)
         else:
-            log.warning("%s; no update processor or scheduler runs here", rule.describe())
+            log.warning("%s; no inbox worker or scheduler runs here", rule.describe())
         services.config_watch = asyncio.create_task(watch_config(runtime), name="ash-config-watch")
         yield
     finally:

@@ -21,7 +21,7 @@ from lib.backup import RestoreResult
 from lib.inbox.restore import restore_database
 from lib.web.lifespan import start_turns, stop_turns
 from lib.web.state import get_runtime, get_services
-from lib.web.writer import restore_gate
+from lib.web.write_gate import restore_gate
 
 log = logging.getLogger("ash")
 

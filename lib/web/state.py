@@ -10,9 +10,9 @@ from litestar import Litestar
 
 if TYPE_CHECKING:  # the services load when the lifespan starts them, not when a handler is imported
     from lib.auth_limit import AuthLimiter
+    from lib.inbox.group_commit import InboxWriter
     from lib.inbox.scheduler import Scheduler
     from lib.inbox.worker import InboxWorker
-    from lib.inbox.writer import InboxWriter
     from lib.memory.service import MemoryService
     from lib.runtime import Runtime
 
@@ -22,7 +22,7 @@ class Services:
     """The background services one server process runs; each is None until started."""
 
     writer: InboxWriter | None = None
-    processor: InboxWorker | None = None
+    inbox_worker: InboxWorker | None = None
     memory: MemoryService | None = None
     # Fires scheduled tasks into the inbox; started a little after start-up by `scheduler_start`.
     scheduler: Scheduler | None = None

@@ -1,6 +1,6 @@
 """The door in front of the whole app: the writer rule and the restore gate.
 
-- On a machine that is not the writer (lib/replica/writer.py), every request that may write
+- On a machine that is not the writer (lib/replica/writer_rule.py), every request that may write
   (the webhook, `/admin`, `/admin/ui`, `/mcp`) is answered at once with a `fly-replay` header
   naming the writer: Fly's proxy replays it there. Off Fly nobody honours the header, so the
   answer is a 503 that Telegram (and any careful client) retries.
@@ -17,7 +17,7 @@ import time
 from litestar import Litestar
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from lib.replica.writer import WriterRule
+from lib.replica.writer_rule import WriterRule
 
 # Paths whose requests may write: replayed to the writer from any other machine.
 WRITING_PATHS = ("/telegram/webhook", "/admin", "/mcp")

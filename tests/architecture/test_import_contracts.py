@@ -62,6 +62,14 @@ def test_the_tree_keeps_every_contract():
         ("lib/memory/extraction.py", "import lib.llm.router", "memory-reaches-models-through-a-function"),
         # A channel reaching past the agent's face into the module behind it.
         ("lib/commands/chat.py", "from lib.agent.turn import run_turn", "agent-face"),
+        # The conversation drawing a Telegram keyboard itself instead of returning plain buttons.
+        ("lib/conversation/model.py", "from lib.telegram.keyboards import keyboard", "conversation-knows-no-channel"),
+        # The conversation reaching for the terminal's channel.
+        ("lib/conversation/commands.py", "import lib.commands.chat_session", "conversation-knows-no-channel"),
+        # The CLI taking a Telegram module for what the conversation answers.
+        ("lib/commands/users.py", "from lib.telegram.chats import admit", "channel-plumbing-only"),
+        # An admin route reaching into the Telegram adapter instead of lib.conversation.
+        ("handlers/admin_users.py", "import lib.telegram.messages", "channel-plumbing-only"),
         # A tool searching through memory's internals instead of lib/memory/api.py.
         ("lib/tools/memory_tools.py", "from lib.memory.search import retrieval", "memory-search-inside"),
     ],

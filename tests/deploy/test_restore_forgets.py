@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from lib.commands.cli import cli
+from lib.conversation.commands import forget
 from lib.db import connect, rows
 from lib.inbox import queue
 from lib.memory import knowledge
 from lib.memory.forget import forget_memory
-from lib.telegram.commands import forget
 from tests.support.faults import free_port
 from tests.support.memory_retrieval import open_db
 from tests.support.memory_surfaces import chunk_texts, make_settings, say

@@ -1,4 +1,4 @@
-"""One writer: a second machine replays what writes to it (fly-replay) and runs no processor or scheduler."""
+"""One writer: a second machine replays what writes to it (fly-replay) and runs no worker or scheduler."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _pending_update(db, update_id: int) -> None:
     conn.close()
 
 
-def test_a_machine_that_is_not_the_writer_replays_writes_and_runs_no_processor(tmp_path):
+def test_a_machine_that_is_not_the_writer_replays_writes_and_runs_no_inbox_worker(tmp_path):
     with Upstream() as upstream:
         writer_home, other_home = tmp_path / "writer", tmp_path / "other"
         for home in (writer_home, other_home):

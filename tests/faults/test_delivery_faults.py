@@ -1,5 +1,5 @@
 """Faults of the Bot API while an answer is delivered, each written as the fault it survives: the
-real processor, sink and agent turn (the model stubbed at the network edge), the fake Bot API.
+real Telegram handler, sink and agent turn (the model stubbed at the network edge), the fake Bot API.
 
 - 403 "bot was blocked by the user" on a streaming send: the chat is marked blocked and nothing
   more is sent (it was handled as a model failure: a traceback, then "Something went wrong...").

@@ -2,7 +2,7 @@
 
 "Our team codeword is PELICAN", said in the group before the upgrade, was not in the prompt after
 it: the group's memory, history, sessions and /model pick stayed on the old id (only scheduled
-tasks moved). Through the real processor and agent turn (the model stubbed at the network edge,
+tasks moved). Through the real Telegram handler and agent turn (the model stubbed at the network edge,
 the Bot API faked) over a real SQLite file, both ways Telegram says it, in either order, more
 than once: the two service messages, and a 400 carrying `migrate_to_chat_id` mid-answer.
 """

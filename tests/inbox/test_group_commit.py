@@ -9,7 +9,7 @@ import pytest
 from lib.db import connect
 from lib.errors import DatabaseUnavailable
 from lib.inbox import queue as inbox
-from lib.inbox.writer import InboxWriter
+from lib.inbox.group_commit import InboxWriter
 
 
 @pytest.fixture

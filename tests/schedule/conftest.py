@@ -70,22 +70,22 @@ class Rig:
     runtime: Runtime
     clock: Clock
     turns: list
-    processor: object
+    worker: object
     scheduler: Scheduler
 
     async def at(self, seconds: float) -> int:
         """Move the clock `seconds` on, fire what is due and answer it all; returns the runs queued."""
         self.clock.advance(seconds)
         queued = await self.scheduler.tick()
-        await self.processor.drain()
+        await self.worker.drain()
         return queued
 
 
 def make_rig(runtime: Runtime, clock: Clock, runner=None, turns: list | None = None) -> Rig:
     turns = [] if turns is None else turns
-    processor = telegram_worker(runtime, runner=runner or echo_runner(turns))
-    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=processor.kick, clock=clock)
-    return Rig(runtime, clock, turns, processor, scheduler)
+    worker = telegram_worker(runtime, runner=runner or echo_runner(turns))
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, clock=clock)
+    return Rig(runtime, clock, turns, worker, scheduler)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Firing scheduled tasks through the real inbox worker and Telegram processor, against the fake Bot
+"""Firing scheduled tasks through the real inbox worker and Telegram handler, against the fake Bot
 API, on a clock the test moves: one-time, interval, cron in a zone across DST, catch-up after
 downtime, lateness, order within the chat, exactly once, topics, cancellation, limits of runs."""
 
@@ -146,8 +146,8 @@ async def test_queued_work_runs_after_what_the_chat_received_and_never_beside_a_
 
     [row] = query(env, "SELECT follows, kind, chat_key FROM inbox WHERE update_id < 0")
     assert row == {"follows": 100, "kind": "scheduled", "chat_key": str(OWNER)}
-    second = make_rig(runtime, clock, runner=slow).processor  # another process's worker on the same inbox
-    await asyncio.gather(rig.processor.drain(), second.drain())
+    second = make_rig(runtime, clock, runner=slow).worker  # another process's worker on the same inbox
+    await asyncio.gather(rig.worker.drain(), second.drain())
 
     assert order == ["first", "what's on my list?", "second"]
     assert most == 1
@@ -200,7 +200,7 @@ async def test_a_run_queued_and_then_cancelled_or_forgotten_is_skipped(rig, bot,
     store.delete_user(conn, str(MEMBER))
     conn.close()
 
-    await rig.processor.drain()
+    await rig.worker.drain()
 
     assert texts(bot) == [] and texts(bot, MEMBER) == []
     notes = sorted(r["last_error"] for r in query(env, "SELECT last_error FROM inbox WHERE status = 'skipped'"))
@@ -263,9 +263,9 @@ async def test_the_daily_token_budget_applies_to_prompt_tasks(runtime, clock, bo
 
 async def test_the_timer_fires_a_due_task_within_a_second_not_at_the_next_tick(runtime, bot, env):
     assert runtime.settings.config.server.tick_interval == 15
-    processor = make_rig(runtime, time.time).processor
-    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=processor.kick)
-    await processor.start()
+    worker = make_rig(runtime, time.time).worker
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick)
+    await worker.start()
     await scheduler.start()
     try:
         await asyncio.sleep(0.05)  # the timer is now armed for nothing: it would sleep a whole tick
@@ -277,15 +277,15 @@ async def test_the_timer_fires_a_due_task_within_a_second_not_at_the_next_tick(r
         arrived = time.time()
     finally:
         await scheduler.stop()
-        await processor.stop()
+        await worker.stop()
     assert texts(bot) == ["⏰ now"]
     assert 0 <= arrived - job.starts_at < 1.0
 
 
 async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_the_runtimes_signal(runtime, bot):
-    processor = make_rig(runtime, time.time).processor
+    worker = make_rig(runtime, time.time).worker
     changed = runtime.signals.schedule_changed
-    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=processor.kick, schedule_changed=changed)
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, schedule_changed=changed)
     context = ToolContext(
         user_id=str(OWNER),
         chat_id=str(OWNER),
@@ -294,7 +294,7 @@ async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_t
         db=runtime.db,
         signals=runtime.signals,
     )
-    await processor.start()
+    await worker.start()
     await scheduler.start()
     try:
         await asyncio.sleep(0.05)  # the timer is now armed for nothing: it would sleep a whole tick
@@ -305,7 +305,7 @@ async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_t
             await asyncio.sleep(0.01)
     finally:
         await scheduler.stop()
-        await processor.stop()
+        await worker.stop()
     assert texts(bot) == ["⏰ now"]
 
 
@@ -322,7 +322,7 @@ async def test_queued_work_and_a_telegram_update_with_the_same_number_both_run(r
     await rig.scheduler.tick()
     [(update_id,)] = [(r["update_id"],) for r in query(env, "SELECT update_id FROM inbox")]
     deliver(rig.runtime, private_text(-update_id, "yours"))
-    await rig.processor.drain()
+    await rig.worker.drain()
     assert sorted(texts(bot)) == ["You said: yours", "⏰ mine"]
     assert job_row(rig.runtime, job.id).last_outcome == "sent"
 
@@ -373,7 +373,7 @@ async def test_a_run_telegram_refuses_is_recorded_failed_and_the_topic_told_once
 
 
 async def test_stop_in_a_group_stops_a_running_prompt_task_for_its_maker_not_for_others(runtime, clock, bot, env):
-    from lib.telegram.access import allow
+    from lib.conversation.access import allow
 
     conn = connect(env)
     allow(conn, "3003")
@@ -400,14 +400,14 @@ async def test_stop_in_a_group_stops_a_running_prompt_task_for_its_maker_not_for
     )
     clock.advance(MINUTE)
     await rig.scheduler.tick()
-    running = asyncio.create_task(rig.processor.drain())
+    running = asyncio.create_task(rig.worker.drain())
     await asyncio.wait_for(started.wait(), 5)
 
     deliver(runtime, group_text(60, "/stop", 3003))  # not theirs: it waits its turn
-    await rig.processor.pump()
+    await rig.worker.pump()
     assert not running.done()
     deliver(runtime, group_text(61, "/stop", MEMBER))
-    await rig.processor.pump()
+    await rig.worker.pump()
     await asyncio.wait_for(running, 5)
 
     stopped = [m for m in bot.sent_to(GROUP) if m["text"] == "Stopped."]

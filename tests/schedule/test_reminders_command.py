@@ -1,12 +1,13 @@
 """/reminders in Telegram: the chat's tasks with a cancel button each; a press is checked against the
-stored task (its chat, its state, who presses). Through the real processor, a real SQLite file and
+stored task (its chat, its state, who presses). Through the real Telegram handler, a real SQLite file and
 the fake Bot API; also `ash chat`, which answers the same command."""
 
 from __future__ import annotations
 
+from lib.conversation.commands import Ask, run_command
+from lib.conversation.replies import Asker
 from lib.db import connect
 from lib.schedule import store
-from lib.telegram.commands import run_command
 from lib.telegram.updates import telegram_worker
 from tests.schedule.conftest import MEMBER, OWNER, add_job
 from tests.support.telegram import (
@@ -62,10 +63,22 @@ async def test_reminders_lists_the_chats_tasks_and_a_press_cancels_one_once(runt
     data = f"reminders:cancel:{water.id}"
     await process(runtime, button_press(501, data, shown, OWNER), button_press(502, data, shown, OWNER))
 
-    assert toasts(bot) == ["Cancelled.", "Already done."]
+    # The double tap's second press finds the task ended and changes nothing.
+    assert toasts(bot) == ["Cancelled.", "That task has already ended or been cancelled."]
     [edit] = [body for method, body in bot.calls if method == "editMessageText"]
-    assert edit["text"] == f'Cancelled #{water.id}, which sends "drink water". /reminders lists the rest.'
+    assert edit["text"].startswith(f'Cancelled #{water.id}, which sends "drink water".\n\nStill scheduled here:\n')
+    assert f'#{call.id} once, sends "call Ana"' in edit["text"] and 'drink water"' not in edit["text"].split("\n", 1)[1]
+    # The others keep their buttons: cancelling one leaves the rest cancellable.
+    assert [(b["text"], b["callback_data"]) for row in edit["reply_markup"]["inline_keyboard"] for b in row] == [
+        (f"Cancel #{call.id}", f"reminders:cancel:{call.id}")
+    ]
     assert (status(runtime, water.id), status(runtime, call.id)) == ("cancelled", "active")
+
+    shown = as_shown(bot, PRIVATE)  # the list as the edit left it
+    await process(runtime, button_press(503, f"reminders:cancel:{call.id}", shown, OWNER))
+    last = [body for method, body in bot.calls if method == "editMessageText"][-1]
+    assert last["text"] == f'Cancelled #{call.id}, which sends "call Ana". Nothing else is scheduled here.'
+    assert "reply_markup" not in last
 
 
 async def test_in_a_group_only_the_maker_or_the_owner_cancels_with_a_button(runtime, clock, bot):
@@ -119,16 +132,8 @@ async def test_ash_chat_lists_the_tasks_of_the_persons_private_telegram_chat(run
     job = add_job(runtime, clock(), at="in 1 hour", text="from the terminal")
     conn = connect(runtime.settings.database_path)
     try:
-        reply = run_command(
-            conn,
-            runtime.settings,
-            name="reminders",
-            user_id=str(OWNER),
-            chat_id="cli",
-            provider="cli",
-            stop_running=lambda: False,
-        )
+        reply = run_command(Ask(conn, runtime.settings, Asker("cli", "cli", str(OWNER))), "reminders")
     finally:
         conn.close()
     assert f'#{job.id} once, sends "from the terminal"' in reply.text
-    assert reply.keyboard.inline_keyboard[0][0].callback_data == f"reminders:cancel:{job.id}"
+    assert reply.choices[0].data == f"reminders:cancel:{job.id}"

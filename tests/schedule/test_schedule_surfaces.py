@@ -7,10 +7,11 @@ from click.testing import CliRunner
 from litestar.testing import TestClient
 
 from lib.commands.cli import cli
+from lib.conversation.commands import FORGET_YES, run_press
+from lib.conversation.replies import Asker
 from lib.db import connect
 from lib.memory import store as memory_store
 from lib.schedule import store
-from lib.telegram.commands import FORGET_YES, run_callback
 from tests.schedule.conftest import MEMBER, OWNER, START, add_job
 from tests.support.database import query
 
@@ -101,10 +102,9 @@ def test_forget_removes_the_persons_tasks_and_only_theirs(env, runtime, clock):
     theirs = add_job(runtime, clock(), every="1 hour", text="the owner's")
     conn = connect(env)
     try:
-        toast, said = run_callback(
-            conn, runtime.settings, data=f"{FORGET_YES}{MEMBER}", user_id=str(MEMBER), chat_id=str(MEMBER)
-        )
-        assert (toast, said.startswith("Done: I forgot everything about you")) == ("Done.", True)
+        asker = Asker("telegram", str(MEMBER), str(MEMBER))
+        done = run_press(conn, runtime.settings, asker, f"{FORGET_YES}{MEMBER}")
+        assert (done.notice, done.reply.text.startswith("Done: I forgot everything about you")) == ("Done.", True)
         assert store.get(conn, mine.id) is None
         assert store.get(conn, theirs.id) is not None
     finally:
@@ -138,7 +138,7 @@ async def test_admin_tick_fires_what_is_due(db_path, monkeypatch):
         job = add_job(runtime, START, at="in 1 minute", text="due")
         # No bot token here, so the lifespan started no scheduler: this one's clock says it is due.
         services.scheduler = Scheduler(
-            runtime.db, runtime.settings, 0, wake=services.processor.kick, clock=lambda: START + 60
+            runtime.db, runtime.settings, 0, wake=services.inbox_worker.kick, clock=lambda: START + 60
         )
         ticked = await client.post("/admin/tick", headers=AUTH)
         again = await client.post("/admin/tick", headers=AUTH)

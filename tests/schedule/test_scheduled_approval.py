@@ -55,7 +55,7 @@ async def test_a_task_whose_call_gets_no_approval_is_reported_skipped(
             assert run["outcome"] == "queued"  # waiting, neither sent nor skipped yet
 
             time.sleep(0.4)
-            await rig.processor.sweep()
+            await rig.worker.sweep()
             runtime.db.close()
     finally:
         page.close()

@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from lib.commands.cli import cli
 from lib.config import load_settings
+from lib.conversation.access import allow, deny, is_allowed, parse_entry
 from lib.db import connect
 from lib.errors import InvalidUserEntry, OwnerProtected
 from lib.memory import store
-from lib.telegram.access import allow, deny, is_allowed, parse_entry
 from lib.telegram.updates import telegram_worker
 from tests.support.telegram import deliver, echo_runner, make_runtime, point_at_fake_bot_api, private_text
 
@@ -143,12 +143,12 @@ async def test_a_denied_person_is_no_longer_answered_and_their_data_is_kept(db_p
     conn.close()
     async with httpx.AsyncClient() as http:
         runtime = make_runtime(http)
-        processor = telegram_worker(runtime, runner=echo_runner())
+        worker = telegram_worker(runtime, runner=echo_runner())
         deliver(runtime, private_text(50, "remember me", user_id=ALICE, username="alice"))
-        await processor.drain()
+        await worker.drain()
         assert CliRunner().invoke(cli, ["users", "deny", str(ALICE)]).exit_code == 0
         deliver(runtime, private_text(51, "still there?", user_id=ALICE, username="alice"))
-        await processor.drain()
+        await worker.drain()
     replies = [m["text"] for m in bot.sent_to(ALICE)]
     assert replies[0] == "You said: remember me"
     assert len(replies) == 2 and replies[1].startswith("Sorry, I only talk to people my owner has allowed")

@@ -1,5 +1,5 @@
 """Attacks on commands: a /stop from someone who may not stop the running turn, and a flood of
-strangers. Through the real processor over a real SQLite inbox and a fake Bot API."""
+strangers. Through the real Telegram handler over a real SQLite inbox and a fake Bot API."""
 
 from __future__ import annotations
 
@@ -47,17 +47,17 @@ async def run_then_stop(runtime, first: dict, stop: dict) -> bool:
         await asyncio.sleep(60)
         return TurnResult("never")
 
-    processor = telegram_worker(runtime, runner=endless)
+    worker = telegram_worker(runtime, runner=endless)
     deliver(runtime, first)
-    task = asyncio.create_task(processor.drain())
+    task = asyncio.create_task(worker.drain())
     await asyncio.wait_for(started.wait(), 5)
     deliver(runtime, stop)
     for _ in range(3):
-        await processor.pump()  # what a webhook kick does
+        await worker.pump()  # what a webhook kick does
     await asyncio.sleep(0.05)
     stopped = task.done()
     if not stopped:
-        await processor.stop()
+        await worker.stop()
         task.cancel()
     row = query(
         runtime.settings.database_path,
@@ -98,7 +98,7 @@ async def test_a_flood_of_strangers_is_denied_a_bounded_number_of_times_and_leav
     await telegram_worker(runtime, runner=echo_runner(calls)).drain()
     assert calls == []
     denials = [m for m in bot.methods() if m == "sendMessage"]
-    assert len(denials) == 20  # lib/telegram/access.py DENIALS_PER_MINUTE
+    assert len(denials) == 20  # lib/telegram/chats.py DENIALS_PER_MINUTE
     assert bot.sent_to(GROUP) == []  # never in a group
     chats = query(env, "SELECT chat_id, type, title, denied_notice_at FROM chats")
     assert len(chats) == 20 and all(c["denied_notice_at"] and c["title"] is None for c in chats)

@@ -44,12 +44,12 @@ async def test_an_answered_update_the_database_cannot_mark_done_is_not_answered_
         async with httpx.AsyncClient() as http:
             runtime = make_runtime(http)
             store_update(runtime, json.dumps(private_text(7001, "hello", USER)).encode())
-            processor = telegram_worker(runtime, runner=echo_runner(calls))
-            await processor.drain()  # answered; marking it done fails
+            worker = telegram_worker(runtime, runner=echo_runner(calls))
+            await worker.drain()  # answered; marking it done fails
             assert inbox_statuses(db_path) == {7001: "claimed"}
             full["on"] = False  # space again
             await asyncio.sleep(0.35)  # the lease runs out, as after a crash
-            await processor.drain()
+            await worker.drain()
     gc.collect()
     assert len(calls) == 1, "the model was asked twice"
     assert [m["text"] for m in bot.sent_to(USER)] == ["You said: hello"]

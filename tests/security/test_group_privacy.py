@@ -1,7 +1,7 @@
 """Attacks on privacy in groups: a group turn that reads a member's private chat, an owner's
 USER.md read out to a group, one member's words put in another's mouth or memory, and /memory
 answered in front of everyone. Real agent turns over a real SQLite file (the model is a stub at
-the network edge), and the real Telegram processor against a fake Bot API."""
+the network edge), and the real Telegram handler against a fake Bot API."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ async def test_forgetting_a_person_removes_their_words_in_groups_and_the_answers
     assert rows(conn, "SELECT 1 FROM search_fts WHERE search_fts MATCH 'augusta'") == []
 
 
-# -- Commands in a group, through the Telegram processor ----------------------------------------
+# -- Commands in a group, through the Telegram handler ----------------------------------------
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ A forwarded message, a quoted message and a document's file name were stored as 
 stored text reached fact extraction as "messages from the user", and each word of a URL the
 person had used somewhere let an injected page fetch `...?my=passport&number=P998877`.
 
-Through the real Telegram processor and agent turn (the model stubbed at the network edge, the
+Through the real Telegram handler and agent turn (the model stubbed at the network edge, the
 Bot API faked), over a real SQLite file: outside content keeps its origin after it is stored,
 in every later turn, in retrieval and in extraction; only an address the person wrote as a whole
 goes without asking; `/forget` and any command close a waiting call.

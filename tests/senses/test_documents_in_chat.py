@@ -1,4 +1,4 @@
-"""Documents sent in Telegram, through the real processor (lib/telegram/updates.py) against the fake
+"""Documents sent in Telegram, through the real Telegram handler (lib/telegram/updates.py) against the fake
 Bot API, with real agent turns whose model is stubbed at the network edge (httpx2_mock) and a real
 SQLite file: the recorded document update (the Bot API docs' example) carrying a PDF made in the
 test, read into the turn, answered, and recalled a week later in a fresh conversation."""
@@ -81,7 +81,7 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    # The modules whose stamps the test moves: loaded now, since the processor loads some of them
+    # The modules whose stamps the test moves: loaded now, since the inbox worker loads some of them
     # only with the first file (the memory index stays out of start-up).
     import lib.memory.documents  # noqa: F401
 

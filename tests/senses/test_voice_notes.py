@@ -1,4 +1,4 @@
-"""Voice notes, audio files and video messages through the real processor (lib/telegram/updates.py)
+"""Voice notes, audio files and video messages through the real Telegram handler (lib/telegram/updates.py)
 over a real SQLite file and the fake Bot API; the transcription endpoint and the model through
 httpx2_mock, answering with recorded shapes (tests/fixtures/openai/transcription_json_docs_example.json,
 tests/fixtures/anthropic/stream_text.sse)."""

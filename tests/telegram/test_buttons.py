@@ -1,5 +1,5 @@
 """Button presses: answered once, acted on once, never retried into a failure notice; and a 400
-from Telegram is not retried anywhere. Recorded callback payloads through the real processor."""
+from Telegram is not retried anywhere. Recorded callback payloads through the real Telegram handler."""
 
 from __future__ import annotations
 
@@ -90,6 +90,7 @@ async def test_forget_pressed_twice_forgets_once_and_keeps_its_count(runtime, bo
 async def test_a_press_on_a_message_already_showing_its_result_sends_no_edit(runtime, bot):
     prompt = await forget_prompt(runtime, bot)
     prompt["text"] = "Okay, I forgot nothing."
+    del prompt["reply_markup"]  # what the first press's edit left: its result, and no buttons
     await process(runtime, button_press(206, f"forget:no:{USER}", prompt, USER))
     assert methods(bot, "editMessageText") == []
 

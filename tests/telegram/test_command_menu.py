@@ -12,8 +12,9 @@ from litestar.testing import AsyncTestClient
 
 import lib.web.lifespan
 from lib.commands.cli import cli
-from lib.telegram import commands
-from lib.telegram.commands import HELP, REGISTRY, Command
+from lib.conversation.commands import HELP, REGISTRY, Command
+from lib.conversation.replies import Reply
+from lib.telegram import menu
 from lib.web.lifespan import publish_command_menu
 from tests.support.telegram import API, SECRET, TOKEN, make_runtime
 
@@ -39,7 +40,8 @@ def test_help_lists_every_command_of_the_menu():
 
 
 async def test_start_up_sets_the_menu_only_when_it_changed(env, bot, monkeypatch):
-    monkeypatch.setattr(commands, "REGISTRY", (*REGISTRY, Command("weather", "the forecast where you are")))
+    weather = Command("weather", "the forecast where you are", lambda ask: Reply("sunny"))
+    monkeypatch.setattr(menu, "REGISTRY", (*REGISTRY, weather))
     async with httpx.AsyncClient() as http:
         runtime = make_runtime(http)
         await publish_command_menu(runtime, delay=0)

@@ -1,6 +1,6 @@
 """What the model is told a message refers to: the message it replies to (or quotes) and who a
 forward came from, as labelled data in front of the text. Recorded payloads through the real
-webhook intake, processor and sink; the turn the agent would get is captured."""
+webhook intake, worker and sink; the turn the agent would get is captured."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.telegram.conftest import USER
 
 
 async def turn_text(runtime, update: dict) -> str:
-    """The text of the one turn the processor runs for `update`."""
+    """The text of the one turn the inbox worker runs for `update`."""
     seen = []
     deliver(runtime, update)
     await telegram_worker(runtime, runner=echo_runner(seen)).drain()

@@ -1,6 +1,6 @@
 """/model in Telegram: the presets listed with a button each, a press or /model NAME switching the
 chat, only the owner switching in a group, and the next turn asking the picked model. Through the
-real processor over a real SQLite file and the fake Bot API; the model through httpx2_mock."""
+real Telegram handler over a real SQLite file and the fake Bot API; the model through httpx2_mock."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ PRIVATE = {"id": USER, "type": "private", "first_name": "Hirrolot"}
 def configure(home, monkeypatch, presets: str = PRESETS) -> None:
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
     monkeypatch.setenv("TELEGRAM_API_BASE", API)
+    set_keys(monkeypatch)
     write_config(home, SETTINGS + presets)
 
 
@@ -155,6 +156,7 @@ async def test_without_presets_model_says_how_to_add_one(db_path, monkeypatch, a
     [answer] = bot.sent_to(USER)
     assert answer["text"].startswith("This chat uses the default model, anthropic claude-sonnet-4-6.")
     assert '[models.fast]\nprovider = "openai"\nmodel = "gpt-4o-mini"</code></pre>' in answer["text"]
+    assert "without a restart" in answer["text"] and "restart Ash" not in answer["text"]
     assert buttons(answer) == []
 
 
@@ -194,3 +196,19 @@ async def test_a_pick_whose_preset_was_removed_is_listed_as_the_default(runtime,
         "It had picked <code>mini</code>, which is no longer configured."
     )
     assert buttons(listing)[0] == ("✓ default", "model:default")
+
+
+async def test_a_preset_whose_provider_has_no_key_is_refused_and_the_chat_keeps_its_model(bot, env, monkeypatch):
+    """Switching to it would make the chat's next turn fail: the press says what to set instead."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    async with httpx.AsyncClient() as http:
+        runtime = make_runtime(http)
+        await process(runtime, private_text(460, "/model"))
+        shown = as_shown(bot, PRIVATE)
+        await process(runtime, button_press(461, "model:haiku", shown, USER))
+        await process(runtime, private_text(462, "/model haiku"))
+    [toast] = [body.get("text") for body in methods(bot, "answerCallbackQuery")]
+    assert toast.startswith("haiku needs ANTHROPIC_API_KEY, which is not set. Add it to secrets.env")
+    assert methods(bot, "editMessageText") == []  # the list and its buttons stay, to pick again
+    assert bot.sent_to(USER)[-1]["text"].startswith("haiku needs ANTHROPIC_API_KEY")
+    assert picks(env) == []

@@ -1,4 +1,4 @@
-"""The processor over a real SQLite inbox and a fake Bot API: exactly once, in order, access, commands."""
+"""The worker over a real SQLite inbox and a fake Bot API: exactly once, in order, access, commands."""
 
 from __future__ import annotations
 
@@ -22,16 +22,16 @@ async def test_same_update_delivered_twice_gets_one_reply(runtime, bot, env):
     calls = []
     update = private_text(1001, "hello")
     deliver(runtime, update, update)
-    processor = telegram_worker(runtime, runner=echo_runner(calls))
-    await processor.drain()
+    worker = telegram_worker(runtime, runner=echo_runner(calls))
+    await worker.drain()
     deliver(runtime, update)  # a late retry by Telegram after the answer
-    await processor.drain()
+    await worker.drain()
     assert [m["text"] for m in bot.sent_to(USER)] == ["You said: hello"]
     assert len(calls) == 1
     assert inbox_statuses(env) == {1001: "done"}
 
 
-async def test_concurrent_processors_on_one_database_reply_once_each_in_order(runtime, bot, env):
+async def test_concurrent_workers_on_one_database_reply_once_each_in_order(runtime, bot, env):
     """Two workers (as two server processes would) race for the same inbox."""
     order: list[str] = []
 
@@ -78,11 +78,11 @@ async def test_username_entry_is_pinned_to_the_first_id(runtime, bot, env):
     impostor = copy.deepcopy(first)
     impostor["update_id"] += 1
     impostor["message"]["from"]["id"] = impostor["message"]["chat"]["id"] = 999
-    processor = telegram_worker(runtime, runner=echo_runner())
+    worker = telegram_worker(runtime, runner=echo_runner())
     deliver(runtime, first)
-    await processor.drain()
+    await worker.drain()
     deliver(runtime, impostor)
-    await processor.drain()
+    await worker.drain()
     assert "Hello" in bot.sent_to(714862471)[0]["text"]
     assert "999" in bot.sent_to(999)[0]["text"]  # the denial notice
     conn = connect(env)
@@ -91,16 +91,16 @@ async def test_username_entry_is_pinned_to_the_first_id(runtime, bot, env):
 
 
 async def test_users_allowed_at_runtime_take_effect_without_restart(runtime, bot, env):
-    from lib.telegram.access import allow
+    from lib.conversation.access import allow
 
-    processor = telegram_worker(runtime, runner=echo_runner())
+    worker = telegram_worker(runtime, runner=echo_runner())
     deliver(runtime, private_text(30, "first try", user_id=4242, username="late"))
-    await processor.drain()
+    await worker.drain()
     conn = connect(env)
     allow(conn, "4242")
     conn.close()
     deliver(runtime, private_text(31, "second try", user_id=4242, username="late"))
-    await processor.drain()
+    await worker.drain()
     assert [m["text"] for m in bot.sent_to(4242)][1] == "You said: second try"
 
 
@@ -146,12 +146,12 @@ async def test_stop_cancels_the_running_turn_ahead_of_the_queue(runtime, bot, en
             raise
         return TurnResult("never")
 
-    processor = telegram_worker(runtime, runner=endless)
+    worker = telegram_worker(runtime, runner=endless)
     deliver(runtime, private_text(50, "write a novel"))
-    task = asyncio.create_task(processor.drain())
+    task = asyncio.create_task(worker.drain())
     await asyncio.wait_for(started.wait(), 5)
     deliver(runtime, private_text(51, "/stop"))
-    await processor.pump()  # what a webhook kick does
+    await worker.pump()  # what a webhook kick does
     await asyncio.wait_for(task, 5)
     assert cancelled == ["write a novel"]
     assert bot.sent_to(USER)[-1]["text"] == "Stopped."
@@ -193,14 +193,14 @@ async def test_permanent_failure_stops_retrying_and_tells_the_user_once(runtime,
     async with httpx.AsyncClient() as http:
         rt = make_runtime(http)
         deliver(rt, private_text(60, "hi"))
-        processor = telegram_worker(rt, runner=broken)
-        await processor.drain()
+        worker = telegram_worker(rt, runner=broken)
+        await worker.drain()
         assert inbox_statuses(env) == {60: "pending"}  # first failure: retried later
         conn = connect(env)
         conn.execute("UPDATE inbox SET not_before = NULL")
         conn.close()
-        await processor.drain()
-        await processor.drain()
+        await worker.drain()
+        await worker.drain()
     assert inbox_statuses(env) == {60: "failed"}
     sent = bot.sent_to(USER)
     assert len(sent) == 1 and "could not answer" in sent[0]["text"]
@@ -229,10 +229,10 @@ async def test_shutdown_releases_claims_for_the_next_process(runtime, bot, env):
         await asyncio.sleep(60)
 
     deliver(runtime, private_text(90, "long"))
-    processor = telegram_worker(runtime, runner=hang)
-    await processor.start()
+    worker = telegram_worker(runtime, runner=hang)
+    await worker.start()
     await asyncio.wait_for(started.wait(), 5)
-    await processor.stop()
+    await worker.stop()
     conn = connect(env)
     row = inbox.get(conn, BOT_ID, 90)
     conn.close()
@@ -300,10 +300,10 @@ async def test_pending_rows_of_unanswered_kinds_from_an_older_version_are_skippe
             (BOT_ID, update_id, "-100", kind, b"{}", "2026-01-01T00:00:00.000Z"),
         )
     conn.close()
-    with caplog.at_level("INFO", logger="ash.processor"):
-        processor = telegram_worker(runtime, runner=echo_runner())
-        await processor.sweep()
-        await processor.drain()
+    with caplog.at_level("INFO", logger="ash.inbox"):
+        worker = telegram_worker(runtime, runner=echo_runner())
+        await worker.sweep()
+        await worker.drain()
     assert inbox_statuses(env) == {1: "skipped", 2: "skipped"}
     assert "skipped 2 update(s) Ash does not answer (channel_post, unknown)" in caplog.text
     assert bot.messages == {}

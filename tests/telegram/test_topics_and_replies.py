@@ -1,6 +1,6 @@
 """Where answers land: the forum topic the question was asked in (messages, "typing…", "Stopped."
 and failure notices alike), a reply to the question in groups, never a thread id outside forums.
-Recorded payloads through the real processor and sink; the fake Bot API shows what Telegram got."""
+Recorded payloads through the real Telegram handler and sink; the fake Bot API shows what Telegram got."""
 
 from __future__ import annotations
 
@@ -89,15 +89,15 @@ async def test_a_thread_id_in_a_private_chat_is_used_only_with_topic_mode_on(run
 
 
 async def test_topic_mode_switched_on_later_is_seen_once_getme_is_asked_again(runtime, bot, monkeypatch):
-    import lib.telegram.updates
+    import lib.telegram.bot
 
-    monkeypatch.setattr(lib.telegram.updates, "ME_TTL", 0.0)  # every turn asks getMe anew
-    processor = telegram_worker(runtime, runner=echo_runner())
+    monkeypatch.setattr(lib.telegram.bot, "ME_TTL", 0.0)  # every turn asks getMe anew
+    worker = telegram_worker(runtime, runner=echo_runner())
     for update_id in (3005, 3006):
         update = private_text(update_id, "hello")
         update["message"].update(message_thread_id=77, is_topic_message=True)
         deliver(runtime, update)
-        await processor.drain()
+        await worker.drain()
         bot.me = copy.deepcopy(bot.me)
         bot.me["result"]["has_topics_enabled"] = True  # the owner turns topic mode on in @BotFather
     before, after = calls(bot, "sendMessage")
@@ -132,12 +132,12 @@ async def test_stop_in_a_topic_settles_the_partial_answer_and_says_so_in_the_top
         await asyncio.sleep(60)
         return TurnResult("never")
 
-    processor = telegram_worker(runtime, runner=endless)
+    worker = telegram_worker(runtime, runner=endless)
     deliver(runtime, forum_topic_text(3010, "@el_mon_test_bot write a long story", ASKER))
-    task = asyncio.create_task(processor.drain())
+    task = asyncio.create_task(worker.drain())
     await asyncio.wait_for(started.wait(), 5)
     deliver(runtime, forum_topic_text(3011, "/stop", ASKER))
-    await processor.pump()
+    await worker.pump()
     await asyncio.wait_for(task, 5)
     partial, stopped = bot.sent_to(FORUM)
     assert partial["text"] == "Here is the first half of"  # no " …" left behind

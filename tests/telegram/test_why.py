@@ -1,4 +1,4 @@
-"""/why end to end: the real inbox worker and Telegram processor against the fake Bot API, real
+"""/why end to end: the real inbox worker and Telegram handler against the fake Bot API, real
 agent turns over a real SQLite file, the model stubbed at the network edge (httpx2_mock).
 
 What an answer drew on is what its model request held; /why lists exactly that; Forget takes the

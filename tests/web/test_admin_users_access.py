@@ -7,9 +7,9 @@ import pytest
 from litestar.testing import TestClient
 
 from lib.config import load_settings
+from lib.conversation.access import allow, is_allowed
 from lib.db import connect
 from lib.memory import knowledge, store
-from lib.telegram.access import allow, is_allowed
 from tests.support.memory_retrieval import open_db
 from tests.support.memory_surfaces import make_settings, say
 

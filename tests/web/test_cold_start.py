@@ -8,12 +8,12 @@ import sys, app
 slow = [m for m in ("pydantic", "litestar.plugins.pydantic", "anthropic", "openai", "numpy", "onnxruntime", "docker",
                    "mcp", "mcp_types", "lib.mcp.server",
                    # The web view's template engine and pages, and /why's buttons: on first use only.
-                   "jinja2", "markupsafe", "lib.web.ui.pages", "lib.telegram.why", "lib.telegram.why_buttons")
+                   "jinja2", "markupsafe", "lib.web.ui.pages", "lib.conversation.why")
         if m in sys.modules]
 assert not slow, slow
 # What the lifespan loads to start serving: still no numpy (the memory index), no agent loop, no
 # restore machinery; those load with the first turn, file or restore.
-import lib.inbox.writer, lib.memory.service, lib.telegram.updates
+import lib.inbox.group_commit, lib.memory.service, lib.telegram.updates
 late = [m for m in ("numpy", "lib.agent.steps", "lib.telegram.approvals", "lib.memory.documents",
                     "lib.memory.search.index", "lib.web.restore", "lib.inbox.restore", "pypdf", "trafilatura")
         if m in sys.modules]

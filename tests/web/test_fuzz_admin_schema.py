@@ -23,7 +23,7 @@ def live_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("schema") / "home"
     write_config(home)
     env = server_env(home, None)
-    env.pop("TELEGRAM_BOT_TOKEN")  # no processor work: only the admin API is under test
+    env.pop("TELEGRAM_BOT_TOKEN")  # no worker work: only the admin API is under test
     server = AshServer(home, env, name="schema").start()
     yield server
     assert server.http.get("/healthz").status_code == 200
