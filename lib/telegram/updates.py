@@ -47,7 +47,7 @@ from lib.telegram.media import ALBUM_WAIT, download_photos, gather_album
 from lib.telegram.placement import CHAT, GROUP_TYPES, Placement, answer_placement
 from lib.telegram.reading import Attachment, read_attachment
 from lib.telegram.sink import TelegramSink
-from lib.telegram.types import UPDATE_DECODER, CallbackQuery, Message
+from lib.telegram.types import UPDATE_DECODER, CallbackQuery, InlineKeyboardMarkup, Message
 
 if TYPE_CHECKING:
     from lib.telegram.approvals import ApprovalButtons
@@ -300,6 +300,12 @@ class TelegramUpdates:
         async def record(message_ids: list[int]) -> None:
             await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker_id, str(chat_id), message_ids)
 
+        async def final(text: str, markup: InlineKeyboardMarkup | None) -> None:
+            if markup is not None and _asks_approval(markup):
+                return  # a parked turn: its Run / Deny press resumes it, not a second run
+            answer = msgspec.json.encode({"text": text, "markup": markup}).decode()
+            await self._db(inbox.record_answer, self.bot_id, claim.update_id, self.worker_id, answer)
+
         async def migrated(new_chat_id: int) -> None:
             from lib.telegram.chat_moves import move_chat
 
@@ -312,6 +318,7 @@ class TelegramUpdates:
             interval=interval,
             resume_message_ids=claim.reply_ids,
             on_new_message=record,
+            on_final=final,
             on_migrated=migrated,
             placement=placement,
         )
@@ -445,6 +452,8 @@ class TelegramUpdates:
         attachment: Attachment | None = None,
     ) -> tuple[str, str | None]:
         """A turn of the agent: the message (an album's photos with it) streamed into `sink`."""
+        if claim.answer is not None:
+            return await self._answered_before(claim, sink)
         messages = [message]
         if message.media_group_id:
             messages = await gather_album(self.runtime.db, self.bot_id, claim, message, self.album_wait)
@@ -499,6 +508,16 @@ class TelegramUpdates:
             await self.approvals.shown(result.waiting_for, sink)
         return "done", None if result.ok else "turn reported failure"
 
+    async def _answered_before(self, claim: inbox.Claim, sink: TelegramSink) -> tuple[str, str | None]:
+        """An earlier run of this turn got as far as its final answer and was interrupted (killed,
+        shut down, stopped for a restore): show that answer again, as it was, rather than ask the
+        model anew and stream a new one over it. Its exchange was stored before it was shown."""
+        answer = msgspec.json.decode(claim.answer)
+        sink.reply_markup = msgspec.convert(answer["markup"], InlineKeyboardMarkup) if answer["markup"] else None
+        log.info("update %s: its answer was ready before an interruption; showing it again", claim.update_id)
+        await sink.finish(answer["text"])
+        return "done", "answered before an interruption"
+
     async def _answer_privately(
         self, claim: inbox.Claim, message: Message, reply: Reply, command: str, placement: Placement
     ) -> tuple[str, str | None]:
@@ -542,6 +561,12 @@ class TelegramUpdates:
         # The approval machinery loads only when a request has run out (not at every start).
         if self.answering and await self._db(any_action_expired):
             await self.approvals.expire()
+
+
+def _asks_approval(markup: InlineKeyboardMarkup) -> bool:
+    from lib.telegram.approvals import is_approval
+
+    return any(is_approval(button.callback_data) for row in markup.inline_keyboard for button in row)
 
 
 def telegram_worker(
