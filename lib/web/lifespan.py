@@ -261,3 +261,5 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await runtime.close_llm_providers()
         await runtime.close_http()
         close_database(runtime)
+        if runtime.warmup is not None:
+            runtime.warmup.thaw()
