@@ -48,6 +48,7 @@ from lib.telegram.placement import CHAT, GROUP_TYPES, Placement, answer_placemen
 from lib.telegram.reading import Attachment, read_attachment
 from lib.telegram.sink import TelegramSink
 from lib.telegram.types import UPDATE_DECODER, CallbackQuery, InlineKeyboardMarkup, Message
+from lib.threads import Pool
 
 if TYPE_CHECKING:
     from lib.telegram.approvals import ApprovalButtons
@@ -106,6 +107,7 @@ class TelegramUpdates:
         self._scheduled: ScheduledRuns | None = None
         # The inbox worker's id: the sink records sent message ids under the worker's claim.
         self.worker_id = worker_id
+        self._records = Pool("ash-reply-records", 1)
 
     @property
     def client(self) -> TelegramClient | None:
@@ -152,6 +154,15 @@ class TelegramUpdates:
     async def _db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(conn, ...)` in a worker thread with that thread's connection."""
         return await asyncio.to_thread(lambda: fn(self.runtime.db.conn(), *args, **kwargs))
+
+    async def _record(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """What a turn has shown (its messages' ids, its final answer), written to its inbox row in
+        a thread kept for that (lib/threads.py). Queued behind the turns' other database work, the
+        id of a message Telegram had just shown waited up to ~100 ms to be written (seen in the
+        soak): a process killed meanwhile left a message its next run did not know of, and sent
+        another beside it. Telegram gives no way to find such a message again, so the wait is
+        kept short instead."""
+        return await self._records.run(lambda: fn(self.runtime.db.conn(), *args))
 
     async def me(self) -> dict:
         """getMe, cached for ME_TTL: the bot's @username (mentions in groups) and whether it has
@@ -298,13 +309,14 @@ class TelegramUpdates:
         interval = self.config.group_stream_edit_interval if group else self.config.stream_edit_interval
 
         async def record(message_ids: list[int]) -> None:
-            await self._db(inbox.record_reply, self.bot_id, claim.update_id, self.worker_id, str(chat_id), message_ids)
+            ids = (self.bot_id, claim.update_id, self.worker_id)
+            await self._record(inbox.record_reply, *ids, str(chat_id), message_ids)
 
         async def final(text: str, markup: InlineKeyboardMarkup | None) -> None:
             if markup is not None and _asks_approval(markup):
                 return  # a parked turn: its Run / Deny press resumes it, not a second run
             answer = msgspec.json.encode({"text": text, "markup": markup}).decode()
-            await self._db(inbox.record_answer, self.bot_id, claim.update_id, self.worker_id, answer)
+            await self._record(inbox.record_answer, self.bot_id, claim.update_id, self.worker_id, answer)
 
         async def migrated(new_chat_id: int) -> None:
             from lib.telegram.chat_moves import move_chat
