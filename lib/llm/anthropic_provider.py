@@ -161,9 +161,18 @@ class AnthropicProvider:
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
     def warm(self) -> None:
-        """Load the Messages resource and what a first request imports (see base.FIRST_REQUEST_IMPORTS)."""
+        """Load the Messages resource and what a first request imports (see base.FIRST_REQUEST_IMPORTS),
+        and build the SDK's first error: an error answer (429, 529, 500) makes the SDK build the
+        pydantic schema of an error's details then, 55 ms and more of the event loop's time
+        (seen in the soak as /healthz answers over 100 ms at a server's first 529)."""
+        import anthropic
+        import httpx2
+
         _ = self._client.messages
         import_ahead(FIRST_REQUEST_IMPORTS)
+        request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+        body = {"type": "error", "error": {"type": "overloaded_error", "message": "warming up"}}
+        anthropic.APIStatusError("warming up", response=httpx2.Response(529, request=request), body=body)
 
     async def complete(self, request: Request) -> Response:
         """One non-streaming call."""
