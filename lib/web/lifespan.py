@@ -97,9 +97,11 @@ def start_warmup(runtime: Runtime) -> None:
 
     def prepare() -> None:
         from lib.agent import warm_models
+        from lib.tools.registry import warm_schemas
 
         _ = runtime.http  # the shared HTTP client (its CA bundle takes ~50 ms to load)
         warm_models(runtime)
+        warm_schemas()  # the tools' JSON schemas, built once
 
     runtime.warmup = Warmup(FIRST_TURN_MODULES, prepare)
     runtime.warmup.start()
