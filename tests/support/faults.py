@@ -191,6 +191,13 @@ class Late:
 Fault = Failure | Slow | Stall | Late
 
 
+class _StubServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver listens with a backlog of 5: a server under test opening dozens of connections
+    # at once (a soak) would see some refused, and retry model calls nobody decided to fail.
+    request_queue_size = 256
+
+
 def _quiet_on_reset(request, client_address) -> None:
     """The server under test was killed or closed a connection mid-request: nothing to report.
     Anything else is printed as socketserver does."""
@@ -214,6 +221,7 @@ class Upstream:
         self.reply = reply or (lambda text: f"Echo: {text}")
         self.lock = threading.Lock()
         self.calls: list[tuple[str, dict, dict]] = []  # (key, json body, headers)
+        self.keep_headers = True
         self.messages: dict[int, dict] = {}
         self.fail: dict[str, list[Failure]] = {}
         self.hold_anthropic: threading.Event | None = None
@@ -232,8 +240,7 @@ class Upstream:
         self.streaming = 0
         self._closing = threading.Event()
         self.next_id = 7000
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.server.daemon_threads = True
+        self.server = _StubServer(("127.0.0.1", 0), self._handler_class())
         self.server.handle_error = _quiet_on_reset
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -363,7 +370,7 @@ class Upstream:
                     self._reply(404, {"error": "unknown path"})
                     return
                 with upstream.lock:
-                    upstream.calls.append((key, body, dict(self.headers)))
+                    upstream.calls.append((key, body, dict(self.headers) if upstream.keep_headers else {}))
                 if key == "sendMessage" and upstream.swallow is not None and upstream.swallow(body):
                     upstream.swallowed.set()
                     upstream._closing.wait(60)
