@@ -7,7 +7,8 @@ Printed: updates, chats, faults injected by kind, answers, duplicates found, los
 against turns (failures and re-runs apart), /healthz p50/p99/max (and a trivial server's on the
 same machine meanwhile), wall time, and every problem found, /healthz answers over 100 ms that
 the machine does not explain among them (the exit status is 1 if any). Kills
-and restores come about one per 500 updates, group migrations one per 500, blocks one per 300.
+and restores come about one per 1,000 updates each, group migrations one per 1,000, blocks one per
+300; Telegram delivers 12 updates a second (a server that falls behind works through its backlog).
 The same seed injects the same faults into the same requests; where a kill or a restore lands
 depends on timing.
 """
@@ -30,11 +31,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--updates", type=int, default=20_000)
     parser.add_argument("--chats", type=int, default=None, help="default: updates / 10, at least 200")
-    parser.add_argument("--rate", type=float, default=25.0, help="updates Telegram delivers per second")
+    parser.add_argument("--rate", type=float, default=12.0, help="updates Telegram delivers per second")
     parser.add_argument("--keep", type=Path, default=None, help="run in DIR and keep it (logs, database)")
     args = parser.parse_args()
     chats = args.chats or max(200, args.updates // 10)
-    every = max(1, args.updates // 500)
+    every = max(1, args.updates // 1000)
     plan = SoakPlan(
         seed=args.seed,
         updates=args.updates,
@@ -43,9 +44,10 @@ def main() -> int:
         rate=args.rate,
         kills=every,
         restores=every,
-        migrations=min(max(1, args.updates // 500), chats // 10),
+        migrations=min(max(1, args.updates // 1000), chats // 10),
         blocks=max(1, args.updates // 300),
-        deadline=args.updates / args.rate + 600,
+        # The server may fall behind on busy cores; the backlog is part of the run, not a failure.
+        deadline=3 * args.updates / args.rate + 900,
     )
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
