@@ -219,6 +219,9 @@ CREATE TABLE inbox (
     -- Work Ash queued itself (a fired scheduled task, update_id < 0, a space Telegram never
     -- uses): the highest Telegram update_id stored when it was queued. It runs after those.
     follows INTEGER,
+    -- The turn's whole answer ({"text", "markup"}), stored just before it is shown as final: a
+    -- turn interrupted after that shows it again instead of asking the model again (m014).
+    answer TEXT,
     PRIMARY KEY (bot_id, update_id)
 );
 CREATE INDEX inbox_work ON inbox (status, chat_key, update_id);

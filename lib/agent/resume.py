@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from lib.agent import pending
 from lib.agent.contract import Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import PendingAction
-from lib.agent.steps import final_answer, minutes, run_steps
-from lib.agent.turn import make_loop, offered_tools, store_exchange, tool_context
+from lib.agent.steps import final_answer, run_steps, minutes
+from lib.agent.turn import compact_after, keeper, make_loop, offered_tools, tool_context
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime
 from lib.tools.base import ToolResult
@@ -63,9 +63,9 @@ async def resume_turn(
     )
     loop.decided = approved
     await sink.typing()
-    result, answer, _ = await run_steps(loop, state)
+    result, _, _ = await run_steps(loop, state, keep=keeper(runtime, state, housekeeper))
     if result.ok:
-        await store_exchange(runtime, state, result, answer, housekeeper)
+        await compact_after(runtime, state, result)
     return action, result
 
 

@@ -14,6 +14,7 @@ import html
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -103,6 +104,10 @@ def shown_answer(answer: str) -> str:
 def minutes(seconds: float) -> str:
     whole = max(1, round(seconds / 60))
     return f"{whole} minute{'s' if whole != 1 else ''}"
+
+
+# Stores a finished turn's exchange (the result, and the answer text as it is kept).
+Keep = Callable[[TurnResult, str], Awaitable[None]]
 
 
 @dataclass
@@ -233,12 +238,16 @@ class _Stream:
         await self.sink.update(self.shown() or "…")
 
 
-async def run_steps(loop: Loop, state: TurnState) -> tuple[TurnResult, str, ApprovalRequest | None]:
+async def run_steps(
+    loop: Loop, state: TurnState, *, keep: Keep | None = None
+) -> tuple[TurnResult, str, ApprovalRequest | None]:
     """Run the loop from `state` until the model stops, the step limit, or a parked call.
 
     Returns the result, the answer text to store (every step's text, with notices), and the
     question when the turn parked. The sink has been finished (or failed) either way; on a
-    failure the result has ok=False."""
+    failure the result has ok=False. `keep(result, answer)` stores the exchange before the
+    final answer is shown: shown first, a turn interrupted in between would have answered
+    without leaving a trace of it, and its next run would answer again."""
     result = TurnResult(text="", steps=state.step, input_tokens=state.input_tokens, output_tokens=state.output_tokens)
     stream = _Stream(loop.sink, state)
     notices: list[str] = []
@@ -252,7 +261,7 @@ async def run_steps(loop: Loop, state: TurnState) -> tuple[TurnResult, str, Appr
     except Exception as exc:
         return await _failed(loop, state, result, exc), "", None
     result.input_tokens, result.output_tokens = state.input_tokens, state.output_tokens
-    return await _finish(loop, state, result, stream.shown_from, notices, question)
+    return await _finish(loop, state, result, stream.shown_from, notices, question, keep)
 
 
 async def _steps(
@@ -336,8 +345,10 @@ async def _finish(
     shown_from: int,
     notices: list[str],
     question: ApprovalRequest | None,
+    keep: Keep | None,
 ) -> tuple[TurnResult, str, ApprovalRequest | None]:
-    """The answer shown (with the question under it, when the turn parked) and the text stored."""
+    """The answer shown (with the question under it, when the turn parked) and the text stored
+    (by `keep`, before it is shown)."""
     stored = final_answer(state.done, notices)
     if question is not None:
         result.waiting_for = question.id
@@ -349,9 +360,13 @@ async def _finish(
         shown_now = "\n\n".join(t for t in [*state.done[shown_from:], ask] if t)
         stored = "\n\n".join([*state.done, f"(Waiting for the person's OK to run {question.tool_name}.)"])
         result.text = shown_now
+        if keep is not None:
+            await keep(result, stored)
         await loop.sink.finish(shown_now)
         return result, stored, question
     shown_now = shown_answer(final_answer(state.done[shown_from:], notices) if shown_from else stored)
     result.text = shown_now
+    if keep is not None:
+        await keep(result, stored)
     await loop.sink.finish(shown_now)
     return result, stored, None

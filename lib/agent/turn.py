@@ -16,7 +16,7 @@ from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher,
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
 from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
-from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Loop, run_steps
+from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Keep, Loop, run_steps
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
 from lib.memory import api as memory_api
@@ -306,20 +306,25 @@ async def run_turn(
         tool_watcher=tool_watcher,
         approvals=approvals,
     )
-    result, answer, _ = await run_steps(loop, state)
-    if not result.ok:
-        return result
-    await store_exchange(runtime, state, result, answer, housekeeper)
+    result, _, _ = await run_steps(loop, state, keep=keeper(runtime, state, housekeeper))
+    if result.ok:
+        await compact_after(runtime, state, result)
     return result
+
+
+def keeper(runtime: Runtime, state: TurnState, housekeeper: MemoryService | None) -> Keep:
+    """What stores the exchange for run_steps, before the final answer is shown."""
+
+    async def keep(result: TurnResult, answer: str) -> None:
+        await store_exchange(runtime, state, result, answer, housekeeper)
+
+    return keep
 
 
 async def store_exchange(
     runtime: Runtime, state: TurnState, result: TurnResult, answer: str, housekeeper: MemoryService | None
 ) -> None:
-    """Keep the exchange (a parked turn's so far; stored again, replaced, when it ends), then
-    compact old history."""
-    from lib.agent.history import maybe_compact
-
+    """Keep the exchange (a parked turn's so far; stored again, replaced, when it ends)."""
     turn = state.turn
     if result.incomplete == "refusal":
         # Anthropic: after a refusal, reset the context (docs: handle-streaming-refusals). Not
@@ -343,18 +348,25 @@ async def store_exchange(
             )
         )
     except Exception:
-        # The person has their answer. Raising now would retry the turn: a second model call
-        # and a second answer. The exchange is missing from history instead, and the log says so.
+        # The answer is complete, and most of it already on screen. Raising now would retry the
+        # turn: a second model call and a second answer. The exchange is missing from history
+        # instead, and the log says so.
         log.exception("turn for user %s was answered but could not be stored", turn.user_id)
         return
     if state.sources_id is not None:
         await asyncio.to_thread(lambda: provenance.attach_answer(runtime.db.conn(), state.sources_id, answer_id))
     if housekeeper is not None:
         housekeeper.kick()
-    if result.waiting_for is not None:
+
+
+async def compact_after(runtime: Runtime, state: TurnState, result: TurnResult) -> None:
+    """Once the answer is shown: compact old history (a model call, so never before it)."""
+    from lib.agent.history import maybe_compact
+
+    if result.waiting_for is not None or result.incomplete == "refusal":
         return
     try:
-        await maybe_compact(runtime, state.session_id, turn.user_id)
+        await maybe_compact(runtime, state.session_id, state.turn.user_id)
     except Exception:
         # The answer is delivered and stored; compaction tries again after the next turn.
         log.warning("compaction of session %s failed", state.session_id, exc_info=True)

@@ -90,7 +90,8 @@ WHERE bot_id = :bot AND update_id = (
     ORDER BY i.update_id
     LIMIT 1
 )
-RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, reply_message_ids, received_at
+RETURNING update_id, chat_key, kind, payload, attempts, reply_chat_id, reply_message_id, reply_message_ids, received_at,
+    answer
 """
 
 # Work Ash queues itself: see CLAIM_SQL for where it runs. Not OR IGNORE: an id already taken
@@ -140,6 +141,10 @@ UPDATE inbox SET reply_chat_id = ?, reply_message_id = ?, reply_message_ids = ?
 WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
 """
 
+RECORD_ANSWER_SQL = """
+UPDATE inbox SET answer = ? WHERE bot_id = ? AND update_id = ? AND status = 'claimed' AND claimed_by = ?
+"""
+
 PRUNE_SQL = """
 DELETE FROM inbox WHERE status IN ('done', 'failed', 'skipped') AND done_at < ?
 """
@@ -179,6 +184,8 @@ class Claim:
     reply_message_id: int | None
     reply_message_ids: str
     received_at: str
+    # The whole answer, once a run of this update got as far as showing it (record_answer).
+    answer: str | None = None
 
     @property
     def reply_ids(self) -> list[int]:
@@ -332,6 +339,13 @@ def record_reply(
     """Remember the messages a turn has sent, so a resumed turn edits them instead of sending more."""
     params = (chat_id, message_ids[0], json.dumps(message_ids), bot_id, update_id, worker)
     return write(conn, RECORD_REPLY_SQL, params) > 0
+
+
+def record_answer(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, answer: str) -> bool:
+    """Keep a turn's whole answer before it is shown as final: if the turn is interrupted after
+    this, the next run shows it again instead of asking the model (so nobody sees a complete
+    answer replaced). `answer` is the channel's own encoding of it."""
+    return write(conn, RECORD_ANSWER_SQL, (answer, bot_id, update_id, worker)) > 0
 
 
 def pending_stops(conn: apsw.Connection, bot_id: int, chat_key: str) -> list[dict]:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from lib.errors import LLMError
-from lib.llm.base import FIRST_REQUEST_IMPORTS, import_ahead, map_sdk_error, parse_tool_input, response_retry_after
+from lib.llm.base import (
+    FIRST_REQUEST_IMPORTS,
+    import_ahead,
+    map_sdk_error,
+    parse_tool_input,
+    rehearse,
+    response_retry_after,
+)
 from lib.llm.types import (
     Completed,
     ImageBlock,
@@ -149,21 +157,79 @@ def _response(message) -> Response:
     return Response(content, stop, usage, message.model, "anthropic", _explanation(message.stop_details))
 
 
+def _event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+# A whole streamed answer, the shape of the Messages API's (rehearsed by `warm`).
+REHEARSAL = b"".join(
+    [
+        _event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_warm_up",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "warm-up",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            },
+        ),
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        _event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+        ),
+        _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        ),
+        _event("message_stop", {"type": "message_stop"}),
+    ]
+)
+
+
 class AnthropicProvider:
     """Claude through the Messages API; `base_url` reaches a proxy or a test stub."""
 
     name = "anthropic"
 
-    def __init__(self, api_key: str, base_url: str | None = None, timeout: float = 120.0):
+    def __init__(self, api_key: str, base_url: str | None = None, timeout: float = 120.0, http_client: Any = None):
         import anthropic
 
         # Our router owns retries; the SDK's own would multiply them.
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
+        )
 
     def warm(self) -> None:
-        """Load the Messages resource and what a first request imports (see base.FIRST_REQUEST_IMPORTS)."""
+        """Load the Messages resource and what a first request imports (see base.FIRST_REQUEST_IMPORTS),
+        make the SDK's first error and stream a canned answer (see base.rehearse). At a first error
+        answer (429, 529, 500) the SDK builds the pydantic schemas of about a hundred error-detail
+        models: 55 ms and more of the event loop's time otherwise (seen in the soak as /healthz
+        answers over 100 ms at a server's first 529)."""
+        import anthropic
+        import httpx2
+
         _ = self._client.messages
         import_ahead(FIRST_REQUEST_IMPORTS)
+        request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+        body = {"type": "error", "error": {"type": "overloaded_error", "message": "warming up"}}
+        anthropic.APIStatusError("warming up", response=httpx2.Response(529, request=request), body=body)
+        rehearse(lambda http: AnthropicProvider("warm-up", "http://warm-up.invalid", http_client=http), REHEARSAL)
 
     async def complete(self, request: Request) -> Response:
         """One non-streaming call."""

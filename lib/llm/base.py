@@ -12,7 +12,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from lib.errors import LLMError
-from lib.llm.types import Request, Response, StreamEvent
+from lib.llm.types import Message, Request, Response, StreamEvent, TextBlock
 
 
 class Provider(Protocol):
@@ -121,3 +121,24 @@ def parse_tool_input(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"_invalid_json": raw}
     return value if isinstance(value, dict) else {"_invalid_json": raw}
+
+
+def rehearse(make: Callable[[Any], Provider], sse: bytes) -> None:
+    """Stream one canned answer through a provider built by `make(http_client)` whose HTTP client
+    never leaves the process. An SDK builds some of what a streamed answer needs at its first one
+    (the pydantic schema of the stream's event union: 80 to 110 ms, seen in the soak on the event
+    loop at a server's first turn); here that happens on the warm-up thread instead. Blocks: it
+    runs an event loop of its own."""
+    import httpx2
+
+    def answer(request: Any) -> Any:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=sse)
+
+    async def run() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as http:
+            provider = make(http)
+            request = Request(system="", messages=(Message("user", (TextBlock("hi"),)),), model="warm-up", max_tokens=8)
+            async for _ in provider.stream(request):
+                pass
+
+    asyncio.run(run())

@@ -13,7 +13,14 @@ from typing import Any
 import msgspec
 
 from lib.errors import LLMError, LLMWrongAPI
-from lib.llm.base import FIRST_REQUEST_IMPORTS, import_ahead, map_sdk_error, parse_tool_input, response_retry_after
+from lib.llm.base import (
+    FIRST_REQUEST_IMPORTS,
+    import_ahead,
+    map_sdk_error,
+    parse_tool_input,
+    rehearse,
+    response_retry_after,
+)
 from lib.llm.openai_stream import (
     CHUNK_DECODER,
     DONE,
@@ -191,25 +198,55 @@ def _chunk(data: str) -> Chunk:
         raise LLMError(f"openai: unreadable stream chunk: {exc}", provider="openai", retryable=True) from exc
 
 
+def _rehearsal_chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
+    choices = [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    data = {"id": "chatcmpl-warm-up", "object": "chat.completion.chunk", "created": 0, "model": "warm-up"}
+    return f"data: {json.dumps({**data, 'choices': choices, 'usage': usage})}\n\n".encode()
+
+
+# A whole streamed answer, the shape of Chat Completions' (rehearsed by `warm`).
+REHEARSAL = b"".join(
+    [
+        _rehearsal_chunk({"role": "assistant", "content": ""}),
+        _rehearsal_chunk({"content": "ok"}),
+        _rehearsal_chunk({}, finish="stop"),
+        _rehearsal_chunk({}, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        b"data: [DONE]\n\n",
+    ]
+)
+
+
 class OpenAIProvider:
     """Chat Completions; with `base_url` any compatible server."""
 
     name = "openai"
 
-    def __init__(self, api_key: str | None, base_url: str | None = None, timeout: float = 120.0):
+    def __init__(
+        self, api_key: str | None, base_url: str | None = None, timeout: float = 120.0, http_client: Any = None
+    ):
         import openai
 
         if base_url and not base_url.rstrip("/").endswith("/v1"):
             # OPENAI_BASE_URL is an origin (spec); the SDK wants the /v1 prefix.
             base_url = base_url.rstrip("/") + "/v1"
+        key = api_key or PLACEHOLDER_KEY
         self._client = openai.AsyncOpenAI(
-            api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, max_retries=0, timeout=timeout
+            api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
         )
 
     def warm(self) -> None:
-        """Load the Chat Completions resource, its stream parser and what a first request imports."""
+        """Load the Chat Completions resource, its stream parser and what a first request imports;
+        make a first error and stream a canned answer (see base.rehearse): the SDK builds parts of
+        itself at both, on the event loop otherwise."""
+        import httpx2
+        import openai
+
         _ = self._client.chat.completions
         import_ahead(("openai.lib.streaming.chat", "jiter", *FIRST_REQUEST_IMPORTS))
+        request = httpx2.Request("POST", "https://api.openai.com/v1/chat/completions")
+        body = {"error": {"message": "warming up", "type": "server_error", "code": None}}
+        openai.APIStatusError("warming up", response=httpx2.Response(500, request=request), body=body)
+        rehearse(lambda http: OpenAIProvider("warm-up", "http://warm-up.invalid", http_client=http), REHEARSAL)
 
     async def complete(self, request: Request) -> Response:
         """One non-streaming call."""

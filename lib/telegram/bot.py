@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from lib.agent import TurnInput, TurnResult
 from lib.errors import TelegramError
 from lib.inbox import queue as inbox
@@ -21,7 +23,8 @@ from lib.runtime import Runtime
 from lib.telegram.client import TelegramClient
 from lib.telegram.placement import GROUP_TYPES, Placement, answer_placement
 from lib.telegram.sink import TelegramSink
-from lib.telegram.types import Message
+from lib.telegram.types import InlineKeyboardMarkup, Message
+from lib.threads import Pool
 
 if TYPE_CHECKING:
     from lib.telegram.approvals import ApprovalButtons
@@ -49,6 +52,7 @@ class Bot:
         self._me: dict | None = None
         self._me_at = 0.0
         self._approvals: ApprovalButtons | None = None
+        self._records = Pool("ash-reply-records", 1)
 
     @property
     def client(self) -> TelegramClient | None:
@@ -78,6 +82,15 @@ class Bot:
         """Run `fn(conn, ...)` in a worker thread with that thread's connection."""
         return await asyncio.to_thread(lambda: fn(self.runtime.db.conn(), *args, **kwargs))
 
+    async def record(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """What a turn has shown (its messages' ids, its final answer), written to its inbox row in
+        a thread kept for that (lib/threads.py). Queued behind the turns' other database work, the
+        id of a message Telegram had just shown waited up to ~100 ms to be written (seen in the
+        soak): a process killed meanwhile left a message its next run did not know of, and sent
+        another beside it. Telegram gives no way to find such a message again, so the wait is
+        kept short instead."""
+        return await self._records.run(lambda: fn(self.runtime.db.conn(), *args))
+
     async def me(self) -> dict:
         """getMe, cached for ME_TTL: the bot's @username (mentions in groups) and whether it has
         topic mode on in private chats (has_topics_enabled, which the owner can switch)."""
@@ -102,8 +115,16 @@ class Bot:
         group = chat_type in GROUP_TYPES
         interval = self.config.group_stream_edit_interval if group else self.config.stream_edit_interval
 
+        ids = (self.bot_id, claim.update_id, self.worker_id)
+
         async def record(message_ids: list[int]) -> None:
-            await self.db(inbox.record_reply, self.bot_id, claim.update_id, self.worker_id, str(chat_id), message_ids)
+            await self.record(inbox.record_reply, *ids, str(chat_id), message_ids)
+
+        async def final(text: str, markup: InlineKeyboardMarkup | None) -> None:
+            if markup is not None and _asks_approval(markup):
+                return  # a parked turn: its Run / Deny press resumes it, not a second run
+            answer = msgspec.json.encode({"text": text, "markup": markup}).decode()
+            await self.record(inbox.record_answer, *ids, answer)
 
         async def migrated(new_chat_id: int) -> None:
             from lib.telegram.chat_moves import move_chat
@@ -117,6 +138,7 @@ class Bot:
             interval=interval,
             resume_message_ids=claim.reply_ids,
             on_new_message=record,
+            on_final=final,
             on_migrated=migrated,
             placement=placement,
         )
@@ -132,3 +154,9 @@ def _offer_sources(sink: TelegramSink, sources_id: int, count: int) -> None:
         from lib.telegram.keyboards import one_button
 
         sink.reply_markup = one_button(sources_button(sources_id, count))
+
+
+def _asks_approval(markup: InlineKeyboardMarkup) -> bool:
+    from lib.telegram.approvals import is_approval
+
+    return any(is_approval(button.callback_data) for row in markup.inline_keyboard for button in row)

@@ -41,7 +41,7 @@ from lib.telegram.media import download_photos, gather_album
 from lib.telegram.placement import CHAT, GROUP_TYPES
 from lib.telegram.reading import Attachment, read_attachment
 from lib.telegram.sink import TelegramSink
-from lib.telegram.types import Message
+from lib.telegram.types import InlineKeyboardMarkup, Message
 
 log = logging.getLogger("ash.telegram")
 
@@ -170,6 +170,8 @@ class Messages:
         attachment: Attachment | None = None,
     ) -> Outcome:
         """A turn of the agent: the message (an album's photos with it) streamed into `sink`."""
+        if claim.answer is not None:
+            return await _answered_before(claim, sink)
         messages = [message]
         if message.media_group_id:
             messages = await gather_album(self.bot.runtime.db, self.bot.bot_id, claim, message, self.album_wait)
@@ -256,3 +258,14 @@ async def _show(sink: TelegramSink, reply: Reply) -> None:
     """A command's answer, with its buttons under it."""
     sink.reply_markup = keyboard(reply.buttons)
     await sink.finish(reply.text)
+
+
+async def _answered_before(claim: inbox.Claim, sink: TelegramSink) -> Outcome:
+    """An earlier run of this turn got as far as its final answer and was interrupted (killed,
+    shut down, stopped for a restore): show that answer again, as it was, rather than ask the
+    model anew and stream a new one over it. Its exchange was stored before it was shown."""
+    answer = msgspec.json.decode(claim.answer)
+    sink.reply_markup = msgspec.convert(answer["markup"], InlineKeyboardMarkup) if answer["markup"] else None
+    log.info("update %s: its answer was ready before an interruption; showing it again", claim.update_id)
+    await sink.finish(answer["text"])
+    return "done", "answered before an interruption"

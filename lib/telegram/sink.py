@@ -4,7 +4,9 @@ Edits are paced (telegram.stream_edit_interval in private chats, group_stream_ed
 groups) and slow down after a 429. The final text always lands. Each time the answer's messages
 change (one is sent, or a part left over is deleted), their ids are handed to `on_new_message`
 (which stores them in the inbox) before streaming goes on, so a resumed turn edits those
-messages instead of sending more. Answers longer than one message continue in further messages;
+messages instead of sending more. The final answer is handed to `on_final` just before it is
+shown (the inbox keeps it, so an interrupted turn shows it again rather than asking the model
+anew). Answers longer than one message continue in further messages;
 the first one replies to the question in a group, and all go to its topic (`placement`).
 """
 
@@ -58,6 +60,8 @@ class TelegramSink:
     # A resumed turn passes the messages it had sent; they are edited instead of sending anew.
     resume_message_ids: list[int] = field(default_factory=list)
     on_new_message: Callable[[list[int]], Awaitable[None]] | None = None
+    # Told the final answer (its text, and the buttons under it) just before it is shown.
+    on_final: Callable[[str, InlineKeyboardMarkup | None], Awaitable[None]] | None = None
     on_migrated: Callable[[int], Awaitable[None]] | None = None
     placement: Placement = CHAT
     # Buttons shown under the last message of the final answer (a command's reply).
@@ -143,6 +147,8 @@ class TelegramSink:
     async def finish(self, text: str) -> None:
         """Show the final answer: retried through flood control until it lands."""
         self._finished = True
+        if self.on_final is not None:
+            await self.on_final(text, self.reply_markup)
         await self._sync(self._render(text) or self._render("…"), final=True)
 
     async def fail(self, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -69,6 +70,7 @@ class Tool(Protocol):
     async def execute(self, args: Any, context: ToolContext) -> ToolResult: ...
 
 
+@functools.cache
 def input_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     """The JSON schema of a tool's input struct, inlined (no $defs) as the LLM APIs want."""
     (schema,), components = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")

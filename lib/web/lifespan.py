@@ -96,9 +96,11 @@ def start_warmup(runtime: Runtime) -> None:
 
     def prepare() -> None:
         from lib.agent import warm_models
+        from lib.tools.registry import warm_schemas
 
         _ = runtime.http  # the shared HTTP client (its CA bundle takes ~50 ms to load)
         warm_models(runtime)
+        warm_schemas()  # the tools' JSON schemas, built once
 
     runtime.warmup = Warmup(FIRST_TURN_MODULES, prepare)
     runtime.warmup.start()
@@ -260,3 +262,5 @@ async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await runtime.close_llm_providers()
         await runtime.close_http()
         close_database(runtime)
+        if runtime.warmup is not None:
+            runtime.warmup.thaw()

@@ -11,8 +11,10 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +54,13 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = 
 def private_text(update_id: int, text: str, user_id: int = OWNER) -> dict:
     """The recorded private text update with another id, text and sender (named after their id)."""
     return telegram.private_text(update_id, text, user_id, username=f"user{user_id}")
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _last_user_text(body: dict) -> str:
@@ -153,18 +162,66 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class Slow:
+    """The normal answer, `seconds` late: a Bot API call answered late, or a model stream whose
+    pieces are spread over `seconds` (the turn stays mid-stream that long)."""
+
+    seconds: float
+
+
+@dataclass
+class Stall:
+    """A model stream that sends its first words, goes quiet for `seconds`, then drops the
+    connection without finishing (the client sees a stream that died mid-answer)."""
+
+    seconds: float
+
+
+@dataclass
+class Late:
+    """A Bot API call carried out at once, its answer sent `seconds` later: Telegram has shown the
+    message or the edit, and the caller does not know yet (a kill or a cancellation meanwhile
+    leaves it done at Telegram and unrecorded at Ash)."""
+
+    seconds: float
+
+
+# What `Upstream.decide` may answer for one request (None: the normal answer at once).
+Fault = Failure | Slow | Stall | Late
+
+
+class _StubServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver listens with a backlog of 5: a server under test opening dozens of connections
+    # at once (a soak) would see some refused, and retry model calls nobody decided to fail.
+    request_queue_size = 256
+
+
+def _quiet_on_reset(request, client_address) -> None:
+    """The server under test was killed or closed a connection mid-request: nothing to report.
+    Anything else is printed as socketserver does."""
+    if not isinstance(sys.exc_info()[1], ConnectionError):
+        traceback.print_exc()
+
+
 class Upstream:
     """A loopback stand-in for the Bot API, Anthropic and OpenAI, recording everything it was sent.
 
     `fail[key]` queues Failures served before normal answers: keys are Bot API method names,
     "anthropic" and "openai". `hold_anthropic` (an Event) makes the Anthropic stream send its
     first piece and then wait for the event before the rest, which pins a turn mid-stream.
+    `decide(key, body)`, when set, is asked about every request the queues leave alone and may
+    answer with a Fault for it (a soak's plan). Each message keeps every text it showed, in order
+    (`history`); `migrated` maps a group's old id to its supergroup's, and a message sent (or an
+    action) to the old id is then refused with Telegram's 400 carrying `migrate_to_chat_id`.
     """
 
     def __init__(self, reply: Callable[[str], str] | None = None):
         self.reply = reply or (lambda text: f"Echo: {text}")
         self.lock = threading.Lock()
         self.calls: list[tuple[str, dict, dict]] = []  # (key, json body, headers)
+        self.keep_headers = True
         self.messages: dict[int, dict] = {}
         self.fail: dict[str, list[Failure]] = {}
         self.hold_anthropic: threading.Event | None = None
@@ -174,10 +231,17 @@ class Upstream:
         # them: the request hangs until the upstream closes. `swallowed` is set when one arrives.
         self.swallow: Callable[[dict], bool] | None = None
         self.swallowed = threading.Event()
+        self.decide: Callable[[str, dict], Fault | None] | None = None
+        self.migrated: dict[int, int] = {}
+        # Chats whose person blocked the bot: every write to them is refused with 403.
+        self.blocked: set[int] = set()
+        self.deleted: list[int] = []
+        # Model streams being served right now (a turn is mid-stream while this is above 0).
+        self.streaming = 0
         self._closing = threading.Event()
         self.next_id = 7000
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.server.daemon_threads = True
+        self.server = _StubServer(("127.0.0.1", 0), self._handler_class())
+        self.server.handle_error = _quiet_on_reset
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -218,13 +282,33 @@ class Upstream:
         with self.lock:
             if method == "getMe":
                 return 200, load("getMe_ok.json")
+            if method == "getMyCommands":
+                return 200, {"ok": True, "result": []}
+            if _int(body.get("chat_id")) in self.blocked and method != "getMe":
+                return 403, load("error_403_bot_blocked_by_user.json")
+            moved_to = self.migrated.get(_int(body.get("chat_id")))
+            if moved_to is not None and method in ("sendMessage", "sendChatAction"):
+                return 400, {
+                    "ok": False,
+                    "error_code": 400,
+                    "description": "Bad Request: group chat was upgraded to a supergroup chat",
+                    "parameters": {"migrate_to_chat_id": moved_to},
+                }
+            if method == "deleteMessage":
+                if self.messages.pop(body.get("message_id"), None) is None:
+                    gone = "Bad Request: message to delete not found"
+                    return 400, {"ok": False, "error_code": 400, "description": gone}
+                self.deleted.append(body["message_id"])
+                return 200, {"ok": True, "result": True}
             if method == "sendMessage":
                 self.next_id += 1
                 self.messages[self.next_id] = {
                     "chat_id": body["chat_id"],
                     "text": body["text"],
                     "edits": 0,
+                    "history": [body["text"]],
                     "message_thread_id": body.get("message_thread_id"),
+                    "reply_to": (body.get("reply_parameters") or {}).get("message_id"),
                     "sent_at": time.time(),
                 }
                 sent = copy.deepcopy(load("sendMessage_ok.json"))
@@ -242,6 +326,7 @@ class Upstream:
                 if message["text"] == body["text"]:
                     return 400, load("error_400_message_not_modified_ASSEMBLED.json")
                 message.update(text=body["text"], edits=message["edits"] + 1)
+                message["history"].append(body["text"])
                 return 200, load("editMessageText_ok.json")
         return 200, {"ok": True, "result": True}
 
@@ -285,27 +370,47 @@ class Upstream:
                     self._reply(404, {"error": "unknown path"})
                     return
                 with upstream.lock:
-                    upstream.calls.append((key, body, dict(self.headers)))
+                    upstream.calls.append((key, body, dict(self.headers) if upstream.keep_headers else {}))
                 if key == "sendMessage" and upstream.swallow is not None and upstream.swallow(body):
                     upstream.swallowed.set()
                     upstream._closing.wait(60)
                     self.close_connection = True
                     return
                 failure = upstream._take_failure(key)
-                if failure is not None:
+                if failure is None and upstream.decide is not None:
+                    failure = upstream.decide(key, body)
+                if isinstance(failure, Failure):
                     self._reply(failure.status, failure.body, failure.headers)
+                    return
+                late = key != "anthropic" and isinstance(failure, Slow)
+                if late and (upstream._closing.wait(failure.seconds) or self._caller_gone()):
+                    # Nobody waits for this answer any more (the server was killed): the request
+                    # is dropped unserved, as one lost on its way would be.
+                    self.close_connection = True
                     return
                 try:
                     if key == "anthropic":
-                        self._anthropic(body)
+                        self._anthropic(body, failure)
                     elif key == "openai":
                         self._reply(200, openai_sse(upstream.reply(_last_user_text(body))))
                     else:
-                        self._reply(*upstream._telegram(key, body))
+                        status, payload = upstream._telegram(key, body)
+                        if isinstance(failure, Late):
+                            upstream._closing.wait(failure.seconds)
+                        self._reply(status, payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the server under test was killed mid-response
 
-            def _anthropic(self, body: dict) -> None:
+            def _caller_gone(self) -> bool:
+                """True when the client closed its end of the connection."""
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    return False
+                except OSError:
+                    return True
+
+            def _anthropic(self, body: dict, fault: Slow | Stall | None = None) -> None:
                 with upstream.lock:
                     scripted = upstream.anthropic_script.pop(0) if upstream.anthropic_script else None
                 if scripted is not None:
@@ -316,6 +421,9 @@ class Upstream:
                     self._reply(200, anthropic_message(text))
                     return
                 pieces = anthropic_sse(text)
+                if fault is not None:
+                    self._paced(pieces, fault)
+                    return
                 hold = upstream.hold_anthropic
                 if hold is None:
                     self._reply(200, b"".join(pieces))
@@ -332,6 +440,36 @@ class Upstream:
                 self.wfile.write(b"".join(pieces[first + 1 :]))
                 self.wfile.flush()
                 self.close_connection = True
+
+            def _paced(self, pieces: list[bytes], fault: Slow | Stall) -> None:
+                """A stream without a length, its pieces spread over a Slow's seconds; a Stall sends
+                up to the first words, waits, and closes the connection mid-stream."""
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                with upstream.lock:
+                    upstream.streaming += 1
+                try:
+                    self._pieces(pieces, fault)
+                finally:
+                    with upstream.lock:
+                        upstream.streaming -= 1
+
+            def _pieces(self, pieces: list[bytes], fault: Slow | Stall) -> None:
+                if isinstance(fault, Stall):
+                    first = next(i for i, p in enumerate(pieces) if b"text_delta" in p)
+                    self.wfile.write(b"".join(pieces[: first + 1]))
+                    self.wfile.flush()
+                    upstream._closing.wait(fault.seconds)
+                    return
+                pause = fault.seconds / max(1, len(pieces) - 1)
+                for piece in pieces:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    if upstream._closing.wait(pause):
+                        return
 
         return Handler
 
@@ -402,11 +540,14 @@ def new_mcp_token(home: Path, user: str | int, *extra: str) -> str:
 class AshServer:
     """`ash serve` as a real process on a free port, its output captured in a file."""
 
-    def __init__(self, home: Path, env: dict[str, str], name: str = "ash", verbose: bool = False):
+    def __init__(
+        self, home: Path, env: dict[str, str], name: str = "ash", verbose: bool = False, port: int | None = None
+    ):
         self.verbose = verbose
         self.home = home
         self.env = env
-        self.port = free_port()
+        # A restarted server may take its predecessor's port, so deliveries find it where they were.
+        self.port = port or free_port()
         self.log_path = home.parent / f"{name}-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30.0)
