@@ -61,10 +61,10 @@ def main() -> int:
     health = number(r"\| ash /healthz \| (\d+)", load)
     hook = number(r"\| ash webhook \| (\d+)", load)
     hook_p99 = number(r"\| ash webhook \| \d+ \| [\d.]+ \| ([\d.]+)", load)
-    idle = number(r"\| ash webhook, processor idle \| (\d+)", load)
-    idle_p99 = number(r"\| ash webhook, processor idle \| \d+ \| [\d.]+ \| ([\d.]+)", load)
+    idle = number(r"\| ash webhook, inbox worker idle \| (\d+)", load)
+    idle_p99 = number(r"\| ash webhook, inbox worker idle \| \d+ \| [\d.]+ \| ([\d.]+)", load)
     seed = number(r"\| peer webhook \| (\d+)", load)
-    rows.append(("webhook acks/s, 32 connections (processor running)", "-", f"{hook:.0f}/s"))
+    rows.append(("webhook acks/s, 32 connections (inbox worker running)", "-", f"{hook:.0f}/s"))
     ratio = number(r"webhook/healthz ratio: ([\d.]+)", load)
     per_round = re.search(r"webhook/healthz ratio: [\d.]+ \(rounds: ([^)]*)\)", load).group(1)
     rows.append(
@@ -72,7 +72,7 @@ def main() -> int:
     )
     rows.append(("webhook rate Ash / seed's stack", ">= 10x", f"{hook / seed:.1f}x ({hook:.0f} / {seed:.0f})"))
     rows.append(("webhook p99 at 32 connections", "< 50 ms", f"{hook_p99:.1f} ms"))
-    rows.append(("webhook acks/s, processor idle (no bot token)", "-", f"{idle:.0f}/s, p99 {idle_p99:.1f} ms"))
+    rows.append(("webhook acks/s, inbox worker idle (no bot token)", "-", f"{idle:.0f}/s, p99 {idle_p99:.1f} ms"))
 
     sizes = "1000,10000" if args.quick else "1000,10000,100000"
     turns = run("bench/turn_overhead.py", "--sizes", sizes)

@@ -10,7 +10,7 @@ profile, history, hybrid retrieval with the query embedding, prompt, then persis
 indexing) with the provider replaced by a stub that answers at once. As in the server, a turn's
 vectors are embedded by the memory service just after the turn, so they are not in the figure.
 Three figures per size: turn start to the first model request, the model's answer to the
-exchange being stored, and (through the processor, as in the server) the update being received
+exchange being stored, and (through the inbox worker, as in the server) the update being received
 to the first model request.
 """
 
@@ -175,7 +175,7 @@ async def measure_turns(db_path: Path, settings, turns: int) -> tuple[list[float
 
 async def measure_received_turns(db_path: Path, settings, turns: int) -> list[float]:
     """Received to first model request through the whole server path: the update is stored as the
-    webhook stores it, the processor is woken, claims it, checks access, starts the typing action
+    webhook stores it, the inbox worker is woken, claims it, checks access, starts the typing action
     and runs the turn. The Bot API is a zero-latency respx stub (tests/support/telegram.py)."""
     import json
 
@@ -195,8 +195,8 @@ async def measure_received_turns(db_path: Path, settings, turns: int) -> list[fl
         FakeBotAPI(mock, base=settings.secrets.telegram_api_base, token=settings.secrets.telegram_bot_token)
         runtime = Runtime(settings=settings, db=Database(db_path))
         housekeeper = MemoryService(runtime.db, settings, complete=no_model)  # present, not started
-        processor = telegram_worker(runtime, runner=functools.partial(run_turn, runtime, housekeeper=housekeeper))
-        await processor.start()
+        worker = telegram_worker(runtime, runner=functools.partial(run_turn, runtime, housekeeper=housekeeper))
+        await worker.start()
         update_id = int(time.time() * 1000)  # fresh ids across runs on the kept database
         for i in range(turns + 3):
             first, second = rng.choices(WORDS, WEIGHTS, k=2)
@@ -205,12 +205,12 @@ async def measure_received_turns(db_path: Path, settings, turns: int) -> list[fl
             Clock.first_request = 0.0
             started = time.perf_counter()
             await asyncio.to_thread(store_update, runtime, body.encode())  # as the webhook's writer does
-            processor.kick()
-            while not Clock.first_request or processor._jobs:
+            worker.kick()
+            while not Clock.first_request or worker._jobs:
                 await asyncio.sleep(0.0005)
             if i >= 3:
                 received.append((Clock.first_request - started) * 1000)
-        await processor.stop()
+        await worker.stop()
         await runtime.close_http()
         runtime.db.close()
     return received
@@ -253,7 +253,7 @@ def main() -> int:
     settings = load_settings()
     print(
         "| stored messages | start to first model request p50 / p95 ms | answer to stored p50 / p95 ms "
-        "| received to first model request (processor) p50 / p95 ms |"
+        "| received to first model request (inbox worker) p50 / p95 ms |"
     )
     print("|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):

@@ -5,7 +5,7 @@
 One run, side by side, loopback only, with wrk (Debian: apt-get install -y wrk). Ash's /healthz
 and webhook alternate for --rounds rounds on one server; their medians give the ratio. The load is
 valid channel posts (tests/fixtures/telegram/update_channel_post.json) with a fresh update_id
-per request: Ash stores each one and its processor skips it later, so the figure is the
+per request: Ash stores each one and its inbox worker skips it later, so the figure is the
 acknowledgement path (secret check, decode, insert, 200). The peer (bench/peers/seed_webhook.py,
 FastAPI + uvicorn + aiogram + SQLAlchemy/aiosqlite) does the same work in its own venv.
 """
@@ -159,7 +159,7 @@ def measure(seconds: int, connections: int, rounds: int = 3) -> tuple[list[Load]
         tmp_path = Path(tmp)
         home = tmp_path / "ash-home"
         home.mkdir()
-        # The processor skips channel posts without calling Telegram; the API base is a closed
+        # The inbox worker skips channel posts without calling Telegram; the API base is a closed
         # local port all the same, so nothing can leave the machine.
         env = {
             **os.environ,
@@ -188,7 +188,7 @@ def measure(seconds: int, connections: int, rounds: int = 3) -> tuple[list[Load]
         finally:
             stop(ash)
         ash_rows = stored(home / "ash.db")
-        # The same without a bot token: the processor stays idle, so only the intake runs.
+        # The same without a bot token: the inbox worker stays idle, so only the intake runs.
         idle_home = tmp_path / "ash-idle"
         idle_home.mkdir()
         idle_env = {k: v for k, v in env.items() if k != "TELEGRAM_BOT_TOKEN"} | {"ASH_HOME": str(idle_home)}
@@ -197,7 +197,7 @@ def measure(seconds: int, connections: int, rounds: int = 3) -> tuple[list[Load]
         try:
             base = f"http://127.0.0.1:{port}"
             script = script_for(tmp_path, 50_000_000)
-            idle = run_wrk("ash webhook, processor idle", f"{base}/telegram/webhook", seconds, connections, script)
+            idle = run_wrk("ash webhook, inbox worker idle", f"{base}/telegram/webhook", seconds, connections, script)
             results.append(idle)
         finally:
             stop(ash)

@@ -14,6 +14,7 @@ import gc
 import importlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,6 +142,9 @@ class Runtime:
     # The server's warm-up of what the first turn imports (None: nothing to wait for).
     warmup: Warmup | None = None
     signals: Signals = field(default_factory=Signals)
+    # Unix seconds now. Leases, Run / Deny deadlines and the scheduler read the time here, so a
+    # test moves it forward instead of sleeping through a timeout.
+    clock: Callable[[], float] = time.time
 
     async def ready(self) -> None:
         """Wait, without blocking the loop, until what the first turn imports is loaded."""

@@ -125,7 +125,7 @@ WHERE id = ? AND status = 'pending'
 """
 
 
-def park(conn: apsw.Connection, state: TurnState, *, reason: str, timeout: float) -> int:
+def park(conn: apsw.Connection, state: TurnState, *, reason: str, timeout: float, now: float | None = None) -> int:
     """Store a turn waiting on its first remaining call; returns the action's id."""
     use = state.uses[0]
     turn = state.turn
@@ -140,7 +140,7 @@ def park(conn: apsw.Connection, state: TurnState, *, reason: str, timeout: float
             reason,
             encode_state(state).decode(),
             now_iso(),
-            time.time() + timeout,
+            (time.time() if now is None else now) + timeout,
         ),
     ).fetchone()
     return row[0]

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from lib.agent import pending
 from lib.agent.contract import Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import PendingAction
-from lib.agent.steps import final_answer, run_steps, minutes
+from lib.agent.steps import final_answer, minutes, run_steps
 from lib.agent.turn import compact_after, keeper, make_loop, offered_tools, tool_context
 from lib.memory.service import MemoryService
 from lib.runtime import Runtime

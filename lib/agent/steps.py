@@ -185,7 +185,11 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
             if reason is not None:
                 action_id = await asyncio.to_thread(
                     lambda r=reason: pending.park(
-                        loop.runtime.db.conn(), state, reason=r, timeout=settings.approval_timeout
+                        loop.runtime.db.conn(),
+                        state,
+                        reason=r,
+                        timeout=settings.approval_timeout,
+                        now=loop.runtime.clock(),
                     )
                 )
                 request = ApprovalRequest(action_id, use.name, use.input, reason, settings.approval_timeout)

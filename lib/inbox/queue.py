@@ -245,9 +245,12 @@ def skip_kinds(conn: apsw.Connection, bot_id: int) -> list[dict]:
     return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": kinds})
 
 
-def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float) -> bool:
+def renew(
+    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float, now: float | None = None
+) -> bool:
     """Extend this worker's lease; False when it was lost (expired and taken over)."""
-    return write(conn, RENEW_SQL, (time.time() + lease_seconds, bot_id, update_id, worker)) > 0
+    lease = (time.time() if now is None else now) + lease_seconds
+    return write(conn, RENEW_SQL, (lease, bot_id, update_id, worker)) > 0
 
 
 def release(
@@ -259,6 +262,7 @@ def release(
     delay: float = 0.0,
     error: str | None = None,
     count_attempt: bool = True,
+    now: float | None = None,
 ) -> bool:
     """Give an update back: pending again after `delay` seconds (a retry or a wait)."""
     changed = write(
@@ -266,7 +270,7 @@ def release(
         RELEASE_SQL,
         {
             "uncount": 0 if count_attempt else 1,
-            "not_before": time.time() + delay if delay else None,
+            "not_before": (time.time() if now is None else now) + delay if delay else None,
             "error": error,
             "bot": bot_id,
             "update_id": update_id,

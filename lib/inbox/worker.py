@@ -91,6 +91,7 @@ class InboxWorker:
         *,
         answering: bool = True,
         worker: str | None = None,
+        clock: Callable[[], float] = time.time,
     ):
         self.db = db
         self.settings = settings
@@ -100,6 +101,8 @@ class InboxWorker:
         # False without a bot token: updates are kept in the inbox until one is configured.
         self.answering = answering
         self.worker = worker or queue.worker_id()
+        # Unix seconds for leases and retry delays (the runtime's clock: tests move it forward).
+        self.clock = clock
         self._jobs: dict[int, Job] = {}
         # Updates this process answered but could not mark finished (the database refused the
         # write: disk full). When they come round again they are finished, never answered again.
@@ -222,7 +225,7 @@ class InboxWorker:
         """Claim the next update. A worker thread cannot be cancelled: when shutdown cancels the
         loop mid-claim, the claim still lands, and stop() waits for it (shielded) to release it."""
         self._claiming = asyncio.ensure_future(
-            self._db(queue.claim, self.bot_id, self.worker, self.config.lease_seconds)
+            self._db(queue.claim, self.bot_id, self.worker, self.config.lease_seconds, self.clock())
         )
         return await asyncio.shield(self._claiming)
 
@@ -243,7 +246,7 @@ class InboxWorker:
                 continue
             if time.monotonic() - job.renewed_at >= half:
                 if await self._db(
-                    queue.renew, self.bot_id, job.claim.update_id, self.worker, self.config.lease_seconds
+                    queue.renew, self.bot_id, job.claim.update_id, self.worker, self.config.lease_seconds, self.clock()
                 ):
                     job.renewed_at = time.monotonic()
                 else:
@@ -279,7 +282,13 @@ class InboxWorker:
                 return
             except Released as released:
                 await self._db(
-                    queue.release, self.bot_id, claim.update_id, self.worker, delay=released.delay, count_attempt=False
+                    queue.release,
+                    self.bot_id,
+                    claim.update_id,
+                    self.worker,
+                    delay=released.delay,
+                    count_attempt=False,
+                    now=self.clock(),
                 )
                 return
             except Exception as exc:
@@ -332,7 +341,9 @@ class InboxWorker:
                 # Ash's own errors say what happened; anything else is a bug and needs its traceback.
                 exc_info=not isinstance(exc, AshError),
             )
-            await self._db(queue.release, self.bot_id, claim.update_id, self.worker, delay=delay, error=error)
+            await self._db(
+                queue.release, self.bot_id, claim.update_id, self.worker, delay=delay, error=error, now=self.clock()
+            )
             return
         log.error("update %s failed for good after %d attempts: %s", claim.update_id, claim.attempts, error)
         # finish() succeeds once per update, so the person is told once.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -143,7 +142,7 @@ class ApprovalButtons:
         if not action.undecided or choice not in (RUN, DENY):
             await self._toast(client, query, ALREADY)
             return "done", f"approval #{action.id}: already {action.status}"
-        if time.time() >= action.expires_at:
+        if self.runtime.clock() >= action.expires_at:
             await self._close(action.id, "expired")
             await self._toast(client, query, TOO_LATE)
             return "done", f"approval #{action.id}: pressed too late"
@@ -225,5 +224,8 @@ class ApprovalButtons:
 
     async def expire(self) -> list[PendingAction]:
         """Requests whose time ran out: not run (the inbox worker's sweep calls this)."""
-        closed = [await self._close(action_id, "expired") for action_id in await self._db(expired_actions)]
+        closed = [
+            await self._close(action_id, "expired")
+            for action_id in await self._db(expired_actions, self.runtime.clock())
+        ]
         return [action for action in closed if action is not None]

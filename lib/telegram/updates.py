@@ -208,7 +208,7 @@ class TelegramUpdates:
         from lib.agent import any_action_expired
 
         # The approval machinery loads only when a request has run out (not at every start).
-        if self.answering and await self.bot.db(any_action_expired):
+        if self.answering and await self.bot.db(any_action_expired, self.bot.runtime.clock()):
             await self.bot.approvals.expire()
 
 
@@ -232,4 +232,6 @@ def telegram_worker(
     worker = worker or inbox.worker_id()
     bot = Bot(runtime, runner=runner, client=client, worker_id=worker)
     updates = TelegramUpdates(bot, album_wait=album_wait)
-    return InboxWorker(runtime.db, runtime.settings, updates, answering=updates.answering, worker=worker)
+    return InboxWorker(
+        runtime.db, runtime.settings, updates, answering=updates.answering, worker=worker, clock=runtime.clock
+    )

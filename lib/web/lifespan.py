@@ -132,6 +132,7 @@ async def start_scheduler(runtime: Runtime, services: Services, delay: float = S
         runtime.settings.bot_id,
         wake=services.inbox_worker.kick,
         schedule_changed=runtime.signals.schedule_changed,
+        clock=runtime.clock,
     )
     await scheduler.start()
     services.scheduler = scheduler

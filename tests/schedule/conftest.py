@@ -15,6 +15,7 @@ from lib.runtime import Runtime
 from lib.schedule import store
 from lib.schedule.times import parse_at, parse_timing, zone
 from lib.telegram.updates import telegram_worker
+from tests.support.clock import Clock
 from tests.support.telegram import BOT_ID, echo_runner, make_runtime, point_at_fake_bot_api
 
 OWNER = 408258968  # the sender of the recorded private text update
@@ -29,20 +30,6 @@ provider = "none"
 [memory]
 extraction_enabled = false
 """
-
-
-class Clock:
-    """Unix seconds that move only when the test says so."""
-
-    def __init__(self, start: float = START):
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
 
 
 @pytest.fixture
@@ -60,7 +47,7 @@ async def runtime(env):
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @dataclass
@@ -83,6 +70,7 @@ class Rig:
 
 def make_rig(runtime: Runtime, clock: Clock, runner=None, turns: list | None = None) -> Rig:
     turns = [] if turns is None else turns
+    runtime.clock = clock  # leases and Run / Deny deadlines on the scheduler's time
     worker = telegram_worker(runtime, runner=runner or echo_runner(turns))
     scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, clock=clock)
     return Rig(runtime, clock, turns, worker, scheduler)

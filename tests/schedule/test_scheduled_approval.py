@@ -6,7 +6,6 @@ the model stubbed at the network edge; the page it reads served on loopback."""
 from __future__ import annotations
 
 import functools
-import time
 
 import httpx
 
@@ -30,7 +29,7 @@ PAGE = (
 async def test_a_task_whose_call_gets_no_approval_is_reported_skipped(
     env, ash_home, monkeypatch, bot, httpx2_mock, clock
 ):
-    point_at_fake_bot_api(monkeypatch, ash_home, CONFIG + "[sandbox]\nenabled = true\napproval_timeout = 0.3\n")
+    point_at_fake_bot_api(monkeypatch, ash_home, CONFIG + "[sandbox]\nenabled = true\napproval_timeout = 300\n")
     set_keys(monkeypatch, openai=False)
     monkeypatch.setattr(web_fetch, "WebFetchTool", functools.partial(web_fetch.WebFetchTool, trusted=LOOPBACK))
     page = PageServer()
@@ -54,7 +53,7 @@ async def test_a_task_whose_call_gets_no_approval_is_reported_skipped(
             [run] = query(env, "SELECT outcome FROM schedule_runs")
             assert run["outcome"] == "queued"  # waiting, neither sent nor skipped yet
 
-            time.sleep(0.4)
+            clock.advance(301)  # the five minutes to answer run out
             await rig.worker.sweep()
             runtime.db.close()
     finally:

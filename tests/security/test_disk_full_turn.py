@@ -17,6 +17,7 @@ from lib.memory import api as memory_api
 from lib.telegram.intake import store_update
 from lib.telegram.updates import telegram_worker
 from tests.support.agent import ANTHROPIC_MESSAGES, RecordingSink, configured_runtime, sse_response
+from tests.support.clock import Clock
 from tests.support.database import inbox_statuses
 from tests.support.telegram import FakeBotAPI, echo_runner, make_runtime, point_at_fake_bot_api, private_text
 
@@ -26,7 +27,7 @@ USER = 408258968
 async def test_an_answered_update_the_database_cannot_mark_done_is_not_answered_again(
     db_path, ash_home, monkeypatch, caplog
 ):
-    point_at_fake_bot_api(monkeypatch, ash_home, f"[telegram]\nallowed_users = [{USER}]\nlease_seconds = 0.3\n")
+    point_at_fake_bot_api(monkeypatch, ash_home, f"[telegram]\nallowed_users = [{USER}]\nlease_seconds = 30\n")
     reported: list[str] = []
     asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context["message"]))
     full = {"on": True}
@@ -43,12 +44,13 @@ async def test_an_answered_update_the_database_cannot_mark_done_is_not_answered_
         bot = FakeBotAPI(router)
         async with httpx.AsyncClient() as http:
             runtime = make_runtime(http)
+            runtime.clock = clock = Clock()
             store_update(runtime, json.dumps(private_text(7001, "hello", USER)).encode())
             worker = telegram_worker(runtime, runner=echo_runner(calls))
             await worker.drain()  # answered; marking it done fails
             assert inbox_statuses(db_path) == {7001: "claimed"}
             full["on"] = False  # space again
-            await asyncio.sleep(0.35)  # the lease runs out, as after a crash
+            clock.advance(31)  # the lease runs out, as after a crash
             await worker.drain()
     gc.collect()
     assert len(calls) == 1, "the model was asked twice"
