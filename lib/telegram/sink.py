@@ -27,6 +27,8 @@ from lib.telegram.placement import CHAT, Placement
 from lib.telegram.types import InlineKeyboardMarkup
 
 log = logging.getLogger("ash.telegram")
+# Under an answer /stop cut short: what is there is not the whole answer.
+STOPPED_MARK = "\n\n_(stopped)_"
 
 # Streaming edits show a cursor so the user sees the answer is still coming. It is added only
 # where it fits: it must never push a part over Telegram's limit and into a message of its own.
@@ -157,14 +159,15 @@ class TelegramSink:
         await self._sync(self._render(text), final=True)
 
     async def halt(self) -> None:
-        """The answer was stopped (/stop): leave what was written so far, without the cursor.
+        """The answer was stopped (/stop): leave what was written so far, without the cursor and
+        marked as stopped (read later, it must not pass for a whole answer).
 
         One attempt, no flood wait: it runs while the chat's next update waits."""
         if self._finished or not self.parts or not self._latest:
             return
         self._finished = True
         try:
-            await self._sync(self._render(self._latest), final=True, retry_flood=False)
+            await self._sync(self._render(self._latest + STOPPED_MARK), final=True, retry_flood=False)
         except TelegramError as exc:
             log.info("could not settle the stopped answer: %s", exc)
 

@@ -68,14 +68,14 @@ async def test_a_part_telegram_will_not_delete_is_blanked(http, bot):
     assert [m["text"] for m in bot.sent_to(CHAT)] == ["Short now.", BLANK]
 
 
-async def test_a_halted_answer_keeps_what_was_written_without_the_cursor(http, bot):
+async def test_a_halted_answer_keeps_what_was_written_without_the_cursor_and_says_it_was_stopped(http, bot):
     clock = iter(range(100)).__next__
     sink = sink_for(http, interval=5.0, clock=lambda: clock())
     await sink.update("The first")
     await sink.update("The first half, not yet shown")  # inside the interval
     await sink.halt()
     await sink.update("more")  # after a halt nothing changes
-    assert [m["text"] for m in bot.sent_to(CHAT)] == ["The first half, not yet shown"]
+    assert [m["text"] for m in bot.sent_to(CHAT)] == ["The first half, not yet shown\n\n<i>(stopped)</i>"]
 
 
 async def test_a_turn_cancelled_while_its_message_is_on_the_way_records_it_and_edits_it_when_resumed(http, bot):

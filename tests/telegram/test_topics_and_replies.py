@@ -140,7 +140,7 @@ async def test_stop_in_a_topic_settles_the_partial_answer_and_says_so_in_the_top
     await worker.pump()
     await asyncio.wait_for(task, 5)
     partial, stopped = bot.sent_to(FORUM)
-    assert partial["text"] == "Here is the first half of"  # no " …" left behind
+    assert partial["text"] == "Here is the first half of\n\n<i>(stopped)</i>"  # no " …" left behind
     assert stopped["text"] == "Stopped."
     assert stopped["message_thread_id"] == TOPIC and stopped["reply_parameters"]["message_id"] == 3010
     assert inbox_statuses(env) == {3010: "done", 3011: "done"}
