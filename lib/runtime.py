@@ -51,11 +51,25 @@ class Warmup:
         self.modules = tuple(modules)
         self.prepare = prepare
         self._done: asyncio.Event | None = None
+        self._begun = False
 
-    def start(self) -> None:
-        """Begin loading on a daemon thread (call from the event loop)."""
-        loop = asyncio.get_running_loop()
+    def start(self, delay: float = 0.0) -> None:
+        """Load on a daemon thread `delay` seconds from now, or at once when something waits for it
+        first (call from the event loop). The delay keeps the imports from competing with the
+        server's first answers: on two busy cores, loading at once put the first /healthz 200 a
+        quarter later (Fly's health check, and Telegram's wait after a deploy)."""
         self._done = asyncio.Event()
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self.begin)
+        else:
+            self.begin()
+
+    def begin(self) -> None:
+        """Start loading now, unless it has begun (from the event loop)."""
+        if self._begun or self._done is None:
+            return
+        self._begun = True
+        loop = asyncio.get_running_loop()
         done = self._done
 
         def load() -> None:
@@ -81,8 +95,10 @@ class Warmup:
         threading.Thread(target=load, name="ash-warmup", daemon=True).start()
 
     async def ready(self) -> None:
-        """Return once loading is done (at once when it never started)."""
+        """Return once loading is done (at once when it was never asked for); a waiter that comes
+        before the delay is up starts it."""
         if self._done is not None:
+            self.begin()
             await self._done.wait()
 
     @staticmethod

@@ -245,12 +245,9 @@ def skip_kinds(conn: apsw.Connection, bot_id: int) -> list[dict]:
     return write_rows(conn, SKIP_KINDS_SQL, {"now": now_iso(), "bot": bot_id, "kinds": kinds})
 
 
-def renew(
-    conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float, now: float | None = None
-) -> bool:
-    """Extend this worker's lease; False when it was lost (expired and taken over)."""
-    lease = (time.time() if now is None else now) + lease_seconds
-    return write(conn, RENEW_SQL, (lease, bot_id, update_id, worker)) > 0
+def renew(conn: apsw.Connection, bot_id: int, update_id: int, worker: str, lease_seconds: float, now: float) -> bool:
+    """Extend this worker's lease from `now`; False when it was lost (expired and taken over)."""
+    return write(conn, RENEW_SQL, (now + lease_seconds, bot_id, update_id, worker)) > 0
 
 
 def release(

@@ -91,6 +91,11 @@ FIRST_TURN_MODULES = (
 )
 
 
+# Seconds after start-up before the warm-up loads (a turn that comes sooner starts it at once):
+# the server's first answers come first.
+WARMUP_DELAY = 1.0
+
+
 def start_warmup(runtime: Runtime) -> None:
     """Load what the first turn needs on a thread of its own; turns wait for it (`runtime.ready`)."""
 
@@ -103,7 +108,7 @@ def start_warmup(runtime: Runtime) -> None:
         warm_schemas()  # the tools' JSON schemas, built once
 
     runtime.warmup = Warmup(FIRST_TURN_MODULES, prepare)
-    runtime.warmup.start()
+    runtime.warmup.start(delay=WARMUP_DELAY)
 
 
 def agent_turn(runtime: Runtime, services: Services) -> Runner:
