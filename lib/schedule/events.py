@@ -107,6 +107,7 @@ _DETERMINERS = frozenset({"a", "an", "the", "my", "our", "his", "her", "their", 
 _SKIP_WORDS = _DETERMINERS | {"have", "has", "got", "i", "i've", "we", "is", "on", "at", "to", "big", "for", "with"}
 
 WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+SHOWN_WORD = re.compile(WORD.pattern, re.IGNORECASE)
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 QUESTION_START = frozenset(
     [
@@ -225,7 +226,7 @@ def _names(words: list[str]) -> list[tuple[str, int]]:
 def _phrase(words: list[str], at: int) -> str:
     """The event in a few words: its word, the word before it unless that is a filler, and
     "to Lisbon" or "with Sam" after it."""
-    start = at - 1 if at and words[at - 1] not in _SKIP_WORDS and not words[at - 1].isdigit() else at
+    start = at - 1 if at and words[at - 1].lower() not in _SKIP_WORDS and not words[at - 1].isdigit() else at
     end = at + 1
     if end + 1 < len(words) and words[end] in ("to", "with"):
         end += 2
@@ -286,7 +287,8 @@ def _when(sentence: str, names: frozenset[str], today: date) -> tuple[date | Non
     return (_day(found, today) if found else None), _clock(sentence, names, tonight)
 
 
-def _sentence(sentence: str, tz: zoneinfo.ZoneInfo, now: float) -> Noticed | None:
+def _sentence(said: str, tz: zoneinfo.ZoneInfo, now: float) -> Noticed | None:
+    sentence = said.lower()
     words = WORD.findall(sentence)
     if not words or words[0] in QUESTION_START or words[0] in REQUEST_START or HABIT.search(sentence):
         return None
@@ -294,7 +296,8 @@ def _sentence(sentence: str, tz: zoneinfo.ZoneInfo, now: float) -> Noticed | Non
     if not found:
         return None
     names = frozenset(name for name, _ in found)
-    event = _phrase(words, found[0][1])
+    shown = SHOWN_WORD.findall(said)
+    event = _phrase(shown if len(shown) == len(words) else words, found[0][1])
     today = local_time(now, tz).date()
     if CANCELLED.search(sentence) and not CHANGE_PAST.search(sentence):
         return Noticed(CANCEL, event, names)
@@ -323,7 +326,7 @@ def _sentence(sentence: str, tz: zoneinfo.ZoneInfo, now: float) -> Noticed | Non
 
 def notice(text: str, tz: zoneinfo.ZoneInfo, now: float) -> Noticed | None:
     """The event, change or cancellation a message tells of, read at `now` in `tz`; None: none."""
-    for sentence in SENTENCE.split(text.lower().strip()):
+    for sentence in SENTENCE.split(text.strip()):
         noticed = _sentence(sentence, tz, now)
         if noticed is not None:
             return noticed

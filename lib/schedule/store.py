@@ -87,7 +87,13 @@ UPDATE schedules SET status = 'cancelled', next_run_at = NULL, updated_at = ?
 WHERE id = ? AND status = 'active'
 """
 DELETE_USER_SQL = "DELETE FROM schedules WHERE user_id = ?"
+# Their count of unanswered follow-ups and their private chat's opt-in go with them.
+DELETE_FOLLOWUP_STATE_SQL = """
+DELETE FROM followup_people WHERE user_id = :user_id;
+DELETE FROM followup_chats WHERE chat_id = :user_id;
+"""
 MOVE_CHAT_SQL = "UPDATE schedules SET chat_id = ?, updated_at = ? WHERE chat_id = ?"
+MOVE_FOLLOWUP_CHAT_SQL = "UPDATE OR REPLACE followup_chats SET chat_id = ? WHERE chat_id = ?"
 
 
 @dataclass(frozen=True)
@@ -284,14 +290,18 @@ def delete_user(conn: apsw.Connection, user_id: str) -> int:
     away); returns how many tasks. Their queued runs find no task and are skipped."""
     with immediate(conn):
         conn.execute(DELETE_USER_SQL, (user_id,))
-        return conn.changes()
+        removed = conn.changes()
+        conn.execute(DELETE_FOLLOWUP_STATE_SQL, {"user_id": user_id})
+        return removed
 
 
 def move_chat(conn: apsw.Connection, old_chat_id: int | str, new_chat_id: int | str, now: float) -> int:
     """A group became a supergroup with a new id: its tasks follow it."""
     with immediate(conn):
         conn.execute(MOVE_CHAT_SQL, (str(new_chat_id), iso(now), str(old_chat_id)))
-        return conn.changes()
+        moved = conn.changes()
+        conn.execute(MOVE_FOLLOWUP_CHAT_SQL, (str(new_chat_id), str(old_chat_id)))
+        return moved
 
 
 def due(conn: apsw.Connection, now: float, limit: int) -> list[Job]:
