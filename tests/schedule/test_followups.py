@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lib.commands.cli import cli
-from lib.db import connect
+from lib.db import connect, now_iso
 from lib.schedule import followups, store
 from lib.schedule.store import FOLLOWUP
 from tests.schedule.conftest import MEMBER, OWNER, make_rig
@@ -275,3 +275,24 @@ def test_followups_take_no_room_from_the_persons_tasks_and_forgetting_removes_th
         assert query(env, "SELECT * FROM followup_people") == []
     finally:
         conn.close()
+
+
+async def test_a_spent_daily_token_budget_skips_the_check_in_without_a_model_call(rig, bot, env):
+    chat = Chat(rig)
+    await chat.say("/followups on")
+    await chat.say("I have a job interview tomorrow at 10")
+    rig.runtime.settings.config.agent.daily_token_budget = 100
+    conn = connect(rig.runtime.settings.database_path)
+    try:
+        from lib.agent.usage import INSERT_USAGE_SQL
+
+        conn.execute(INSERT_USAGE_SQL, (now_iso(), str(OWNER), None, "anthropic", "m", "chat", 400, 100, 0.0))
+    finally:
+        conn.close()
+    sent_before = len(bot.sent_to(OWNER))
+    await chat.until(at(28, 13))
+    assert check_ins(rig) == []
+    assert len(bot.sent_to(OWNER)) == sent_before
+    assert query(env, "SELECT outcome, note FROM schedule_runs") == [
+        {"outcome": "skipped", "note": "the daily token budget is spent"}
+    ]
