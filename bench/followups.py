@@ -139,9 +139,13 @@ async def simulate(home: Path, people: list[int], plan: list[tuple[float, int, s
     requests: list[tuple[int, float, bool, int]] = []  # (person, when, check-in?, estimated tokens)
     clock = Clock(START)
 
+    written: dict[int, float] = {}  # update_id -> when its message was written
+
     async def model(turn, sink) -> TurnResult:
         found = CHECK_IN.match(turn.text)
-        requests.append((int(turn.user_id), clock(), found is not None, len(turn.text) // 4))
+        # An answer counts on the day its message was written (after the outage it comes later).
+        when = clock() if found else written.get(turn.update_id, clock())
+        requests.append((int(turn.user_id), when, found is not None, len(turn.text) // 4))
         text = f"How did it go? (#{found[1]})" if found else "Noted."
         await sink.finish(text)
         return TurnResult(text)
@@ -165,6 +169,7 @@ async def simulate(home: Path, people: list[int], plan: list[tuple[float, int, s
                     continue
                 while i < len(plan) and plan[i][0] <= clock():
                     update_id += 1
+                    written[update_id] = plan[i][0]
                     deliver(runtime, private_text(update_id, plan[i][2], plan[i][1], f"p{plan[i][1]}"))
                     i += 1
                 await worker.drain()
@@ -187,7 +192,9 @@ def month_figures(result: dict, home: Path, people: list[int], plan: list, days:
     def local_day(person: int, when: float) -> date:
         return datetime.fromtimestamp(when, zoneinfo.ZoneInfo(ZONES[person % len(ZONES)])).date()
 
-    idle_requests = [r for r in result["requests"] if not r[2] and (r[0], local_day(r[0], r[1])) in idle]
+    on_idle_days = [r for r in result["requests"] if (r[0], local_day(r[0], r[1])) in idle]
+    idle_requests = [r for r in on_idle_days if not r[2]]
+    idle_check_ins = [r for r in on_idle_days if r[2]]
     check_in_requests = [r for r in result["requests"] if r[2]]
     sent_ids = Counter(re.search(r"#(\d+)", m["text"])[1] for m in result["check_ins"].values())
     in_quiet_hours = sum(
@@ -212,8 +219,11 @@ def month_figures(result: dict, home: Path, people: list[int], plan: list, days:
         "duplicates": sum(n - 1 for n in sent_ids.values()),
         "check_ins_inside_quiet_hours": in_quiet_hours,
         "idle_person_days": len(idle),
-        "model_requests_per_person_per_idle_day": round(len(idle_requests) / max(len(idle), 1), 4),
-        "est_tokens_per_person_per_idle_day": round(sum(r[3] for r in idle_requests) / max(len(idle), 1), 2),
+        "model_requests_per_person_per_idle_day (no check-in due)": round(len(idle_requests) / max(len(idle), 1), 4),
+        "est_tokens_per_person_per_idle_day (no check-in due)": round(
+            sum(r[3] for r in idle_requests) / max(len(idle), 1), 2
+        ),
+        "check_in_requests_on_idle_days": len(idle_check_ins),
         "model_requests_per_person_per_day (answers + check-ins)": round(
             len(result["requests"]) / (len(people) * days), 3
         ),
