@@ -218,7 +218,8 @@ def on_message(conn: apsw.Connection, settings: Settings, where: Where, text: st
             conn.execute(CANCEL_SQL, (iso(now), job.id))
             memory_store.audit(conn, f"followup:{where.user_id}", "followup_cancel", str(job.id))
             return Change(events.CANCEL, get(conn, job.id))
-        if job is not None and (noticed.what == events.MOVE or _same_day(job, noticed)):
+        moves = job is not None and (noticed.what == events.MOVE or _same_day(job, noticed))
+        if moves:
             changed = _move(conn, settings, job, noticed, tz, now)
         elif noticed.day is None:
             return None  # "moved to 3pm" of an event Ash does not know
@@ -226,9 +227,9 @@ def on_message(conn: apsw.Connection, settings: Settings, where: Where, text: st
             changed = _create(conn, settings, where, noticed, tz, now)
         if changed is None:
             return None
-        action = "followup_move" if job is not None else "followup_create"  # move: moved, or said again
+        action = "followup_move" if moves else "followup_create"  # move: moved, or said again
         memory_store.audit(conn, f"followup:{where.user_id}", action, str(changed.id))
-        return Change(noticed.what if job is not None else events.EVENT, changed)
+        return Change(noticed.what if moves else events.EVENT, changed)
 
 
 def _same_day(job: Job, noticed: events.Noticed) -> bool:

@@ -296,3 +296,15 @@ async def test_a_spent_daily_token_budget_skips_the_check_in_without_a_model_cal
     assert query(env, "SELECT outcome, note FROM schedule_runs") == [
         {"outcome": "skipped", "note": "the daily token budget is spent"}
     ]
+
+
+def test_the_same_event_said_again_updates_it_and_another_day_makes_a_second(env, runtime, clock):
+    first = made(runtime, "I have an exam on Tuesday at 9", clock())
+    again = made(runtime, "exam on Tuesday at 10, I misremembered", clock())
+    other = made(runtime, "and another exam on Thursday at 9", clock())
+    assert (first.what, again.what, other.what) == ("event", "event", "event")
+    assert again.job.id == first.job.id and again.job.event_at == at(31, 10)
+    assert other.job.id != first.job.id
+    audited = "SELECT action FROM audit_log WHERE action IN ('followup_create', 'followup_move') ORDER BY id"
+    rows = query(env, audited)
+    assert [r["action"] for r in rows] == ["followup_create", "followup_move", "followup_create"]
