@@ -203,10 +203,14 @@ def _move(conn, settings: Settings, job: Job, noticed: events.Noticed, tz, now: 
 def on_message(conn: apsw.Connection, settings: Settings, where: Where, text: str, now: float) -> Change | None:
     """Read a person's message for their follow-ups: they wrote (so they may be followed up
     again), and in an opted-in chat an event makes, moves or cancels one."""
+    # The common message (follow-ups off, nothing unanswered) reads two rows and takes no write lock.
+    if not enabled(conn, where.chat_id):
+        if (one(conn, UNANSWERED_SQL, (where.user_id,)) or {"unanswered": 0})["unanswered"] > 0:
+            with immediate(conn):
+                conn.execute(WROTE_SQL, (where.user_id,))
+        return None
     with immediate(conn):
         conn.execute(WROTE_SQL, (where.user_id,))
-        if not enabled(conn, where.chat_id):
-            return None
         tz = zone_for(conn, settings, where.user_id)
         noticed = events.notice(text, tz, now)
         if noticed is None:
