@@ -226,10 +226,11 @@ def _names(words: list[str]) -> list[tuple[str, int]]:
 def _phrase(words: list[str], at: int) -> str:
     """The event in a few words: its word, the word before it unless that is a filler, and
     "to Lisbon" or "with Sam" after it."""
-    start = at - 1 if at and words[at - 1].lower() not in _SKIP_WORDS and not words[at - 1].isdigit() else at
+    before = words[at - 1] if at else ""
+    start = at - 1 if before and before.lower() not in _SKIP_WORDS and not any(c.isdigit() for c in before) else at
     end = at + 1
-    if end + 1 < len(words) and words[end] in ("to", "with"):
-        end += 2
+    if end + 1 < len(words) and words[end].lower() in ("to", "with"):
+        end += 3 if words[end + 1].lower() in _DETERMINERS and end + 2 < len(words) else 2
     return " ".join(words[start:end])
 
 
