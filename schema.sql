@@ -294,12 +294,28 @@ CREATE TABLE schedules (
     ends_at REAL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    -- 'followup': made by Ash from the person's words about an event (m015); text is the event.
+    purpose TEXT NOT NULL DEFAULT 'task' CHECK (purpose IN ('task', 'followup')),
+    event_at REAL,
     CHECK ((kind = 'interval') = (interval_seconds IS NOT NULL)),
     CHECK ((kind = 'cron') = (cron IS NOT NULL))
 );
 CREATE INDEX schedules_due ON schedules (next_run_at) WHERE status = 'active';
 CREATE INDEX schedules_chat ON schedules (chat_id, id) WHERE status = 'active';
 CREATE INDEX schedules_user ON schedules (user_id, status);
+CREATE INDEX schedules_followups ON schedules (user_id, chat_id) WHERE purpose = 'followup' AND status = 'active';
+
+-- Follow-ups are opt-in per chat; `unanswered` silences a person after two unanswered (m015).
+CREATE TABLE followup_chats (
+    chat_id TEXT PRIMARY KEY,
+    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+    changed_by TEXT NOT NULL,
+    changed_at TEXT NOT NULL
+);
+CREATE TABLE followup_people (
+    user_id TEXT PRIMARY KEY,
+    unanswered INTEGER NOT NULL DEFAULT 0
+);
 
 -- One row per (task, scheduled time), written in the transaction that advances the task and
 -- queues its work, so a time is fired once whatever runs concurrently. AUTOINCREMENT: a run's

@@ -29,7 +29,8 @@ class ScheduleOut(msgspec.Struct):
     chat_id: str
     chat_type: str
     message_thread_id: int | None
-    kind: Literal["once", "interval", "cron"]
+    # "followup": Ash checks in after `event` (at `event_at`); the others say how often a task runs.
+    kind: Literal["once", "interval", "cron", "followup"]
     when: str
     interval_seconds: int | None
     cron: str | None
@@ -44,6 +45,8 @@ class ScheduleOut(msgspec.Struct):
     max_runs: int | None
     ends_at: str | None
     created_at: str
+    event: str | None = None
+    event_at: str | None = None
 
 
 class ScheduleList(msgspec.Struct):
@@ -65,8 +68,8 @@ def schedule_out(job: Job) -> ScheduleOut:
         chat_id=job.chat_id,
         chat_type=job.chat_type,
         message_thread_id=job.message_thread_id,
-        kind=job.kind,
-        when=describe.when(job),
+        kind=job.shown_kind,
+        when=describe.event_when(job) if job.event_at is not None else describe.when(job),
         interval_seconds=job.interval_seconds,
         cron=job.cron,
         timezone=job.timezone,
@@ -78,6 +81,8 @@ def schedule_out(job: Job) -> ScheduleOut:
         last_outcome=job.last_outcome,
         run_count=job.run_count,
         max_runs=job.max_runs,
+        event=job.text if job.event_at is not None else None,
+        event_at=_time(job.event_at),
         ends_at=_time(job.ends_at),
         created_at=job.created_at,
     )

@@ -42,6 +42,8 @@ class TurnInput:
     # forwarded message, a document); None: all of `text`. A web request whose address or query
     # is in here is the person's own (lib/agent/approval.py).
     typed_text: str | None = None
+    # False: the model is offered no tools (a follow-up's check-in writes one message, nothing else).
+    tools: bool = True
 
 
 class OutputSink(Protocol):

@@ -82,7 +82,7 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
         retrieved = []
     in_window = {m.id for m in loaded}
     retrieved = [r for r in retrieved if not (r.source_type == "message" and r.id in in_window)]
-    tools = offered_tools(runtime)
+    tools = offered_tools(runtime) if turn.tools else []
     system = build_system_prompt(
         settings,
         turn,

@@ -10,6 +10,7 @@ choices.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from lib.agent import Approvals, OutputSink, ToolWatcher, TurnInput, TurnResult
 from lib.config import Settings
@@ -58,7 +59,21 @@ class ChatSession:
         from lib.agent import run_turn
 
         turn = TurnInput(provider=CLI_PROVIDER, chat_id=self.chat_id, user_id=self.user_id, text=text)
+        await asyncio.to_thread(self.notice, text)
         return await run_turn(self.runtime, turn, sink, tool_watcher=tool_watcher, approvals=approvals)
+
+    def notice(self, text: str) -> None:
+        """Read the message for follow-ups (lib/schedule/followups.py): they are delivered, and
+        turned on, in the person's private Telegram chat; a terminal user with no Telegram id has none."""
+        from lib.errors import ScheduleError
+        from lib.schedule import followups, store
+
+        try:
+            chat = store.telegram_chat(CLI_PROVIDER, self.chat_id, self.user_id)
+        except ScheduleError:
+            return
+        where = followups.Where(self.user_id, chat)
+        followups.on_message(self.runtime.db.conn(), self.settings, where, text, time.time())
 
     @property
     def asker(self) -> Asker:

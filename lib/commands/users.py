@@ -1,4 +1,4 @@
-"""`ash users allow|deny|show|notes|timezone`: who may talk to Ash, and what Ash keeps about them."""
+"""`ash users allow|deny|show|notes|timezone|followups`: who may talk to Ash, and what Ash keeps about them."""
 
 from __future__ import annotations
 
@@ -158,3 +158,28 @@ def users_timezone(user_id: str, zone: str) -> None:
     finally:
         conn.close()
     click.echo(f"time zone of {user_id} set to {zone}")
+
+
+@users.command("followups", **ENTRY)
+@click.argument("chat_id")
+@click.argument("state", type=click.Choice(["on", "off"]), required=False)
+def users_followups(chat_id: str, state: str | None) -> None:
+    """Turn Ash's follow-ups on or off for a user (their private chat) or a group (its negative
+    id); without on or off, say whether they are on. Off cancels the follow-ups waiting there."""
+    import time
+
+    from lib.schedule import followups
+
+    if not chat_id.lstrip("-").isdigit():
+        raise click.ClickException(f"{chat_id!r} is not a numeric Telegram id (a user's, or a group's negative one).")
+    settings = settings_or_exit()
+    conn = open_db(settings, create=True)
+    try:
+        if state is None:
+            click.echo(f"follow-ups for {chat_id} are {'on' if followups.enabled(conn, chat_id) else 'off'}")
+            return
+        cancelled = followups.set_enabled(conn, chat_id, state == "on", "cli", time.time())
+    finally:
+        conn.close()
+    dropped = f"; {cancelled} waiting follow-up(s) cancelled" if cancelled else ""
+    click.echo(f"follow-ups for {chat_id} turned {state}{dropped}")

@@ -243,6 +243,18 @@ class SchedulerConfig(_Section):
     min_prompt_interval: Positive = 3600.0
 
 
+class FollowupsConfig(_Section):
+    """Ash follows up after events it noticed (opt-in per chat: /followups on)."""
+
+    # No check-in is sent between these local times (HH:MM-HH:MM, the person's zone; it may cross
+    # midnight); one due inside them waits for their end.
+    quiet_hours: Annotated[str, msgspec.Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d$")] = (
+        "22:00-08:00"
+    )
+    # Check-ins one person gets in one local day, at most.
+    max_per_day: NonNegativeInt = 2
+
+
 class ReplicaConfig(_Section):
     """Replication with Litestream (on when ASH_REPLICA_URL is set) and who the writer is."""
 
@@ -276,6 +288,7 @@ class Config(_Section):
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     brave_search: BraveSearchConfig = msgspec.field(default_factory=BraveSearchConfig)
     scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
+    followups: FollowupsConfig = msgspec.field(default_factory=FollowupsConfig)
     transcription: TranscriptionConfig = msgspec.field(default_factory=TranscriptionConfig)
     documents: DocumentsConfig = msgspec.field(default_factory=DocumentsConfig)
     web_fetch: WebFetchConfig = msgspec.field(default_factory=WebFetchConfig)

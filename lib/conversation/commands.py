@@ -1,5 +1,6 @@
 """Slash commands and their buttons: /start, /help, /new, /stop, /memory, /timezone, /model
-(model.py), /reminders (reminders.py), /why (why.py), /forget with its confirm buttons.
+(model.py), /reminders (reminders.py), /followups (followups.py), /why (why.py), /forget with
+its confirm buttons.
 
 REGISTRY is the one list of them: every channel routes by it, /help lists it, and Telegram's
 command menu is set from it (lib/telegram/menu.py), so a command added here shows up in all of
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 import apsw
 
 from lib.config import Settings
-from lib.conversation import model, reminders
+from lib.conversation import followups, model, reminders
 from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.memory import store
 
@@ -149,6 +150,11 @@ REGISTRY = (
         "reminders",
         "the reminders and scheduled tasks of this chat, with buttons to cancel",
         lambda ask: reminders.reminders_reply(ask.conn, ask.settings, ask.asker),
+    ),
+    Command(
+        "followups",
+        "on or off: whether I ask how things went after events you mention",
+        lambda ask: followups.followups_reply(ask.conn, ask.settings, ask.asker, ask.args),
     ),
     Command("forget", "delete everything I know about you", _forget_question, private=True),
     Command("help", "what I can do", lambda ask: Reply(HELP)),

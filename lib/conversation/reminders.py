@@ -42,6 +42,11 @@ def _maker(conn: apsw.Connection, user_id: str) -> str:
     return f"@{profile.username}" if profile and profile.username else f"user {user_id}"
 
 
+def _verb(job) -> str:
+    """A follow-up is dismissed; a task is cancelled (the same press does both)."""
+    return "Dismiss" if job.purpose == "followup" else "Cancel"
+
+
 def _listing(conn: apsw.Connection, chat: str, chat_type: str, done: str = "") -> Reply:
     """The chat's active tasks, a cancel button each, after `done` (what a press just did)."""
     from lib.schedule import describe, store
@@ -53,7 +58,7 @@ def _listing(conn: apsw.Connection, chat: str, chat_type: str, done: str = "") -
     group = is_group(chat_type)
     lines = [f"- {describe.line(job)}" + (f" (set by {_maker(conn, job.user_id)})" if group else "") for job in jobs]
     footer = f"Press a button to cancel one. {GROUP_RULE}" if group else "Press a button to cancel one."
-    buttons = column(*(Button(f"Cancel #{job.id}", f"{CANCEL}{job.id}") for job in jobs))
+    buttons = column(*(Button(f"{_verb(job)} #{job.id}", f"{CANCEL}{job.id}") for job in jobs))
     return Reply("\n".join([head, *lines, "", footer]), buttons)
 
 
@@ -89,6 +94,9 @@ def reminders_press(conn: apsw.Connection, settings: Settings, asker: Asker, dat
         return Press(NOT_YOURS)
     if store.cancel(conn, job.id, asker.actor, time.time()) is None:
         return Press(ENDED)
+    if job.purpose == "followup":
+        done = f'Dismissed #{job.id}: I will not ask about "{describe.preview(job.text, 40)}".'
+        return Press("Dismissed.", _listing(conn, chat, asker.chat_type, done))
     return Press(
         "Cancelled.", _listing(conn, chat, asker.chat_type, f"Cancelled #{job.id}, which {describe.what(job)}.")
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import zoneinfo
 
-from lib.schedule.store import PROMPT, Job
+from lib.schedule.store import FOLLOWUP, PROMPT, Job
 from lib.schedule.times import CRON, INTERVAL, local_time, span_text
 
 # How much of a task's text a one-line listing shows.
@@ -41,8 +41,25 @@ def what(job: Job, limit: int = PREVIEW) -> str:
     return f'{verb} "{preview(job.text, limit)}"'
 
 
+def event_when(job: Job) -> str:
+    """When a follow-up's event is: its day and time, or its day alone for an all-day event."""
+    at = local_time(job.event_at, job.tz)
+    if at.hour == 0 and at.minute == 0:
+        return f"{at:%a} {at.day} {at:%b %Y} ({job.tz.key})"
+    return moment(job.event_at, job.tz)
+
+
+def followup_line(job: Job) -> str:
+    """A follow-up on one line: its event, when that is, and when Ash checks in."""
+    parts = [f'#{job.id} follow-up on "{preview(job.text)}", {event_when(job)}']
+    parts.append(f"check-in: {moment(job.next_run_at, job.tz)}" if job.next_run_at is not None else job.status)
+    return "; ".join(parts)
+
+
 def line(job: Job) -> str:
     """One task on one line: id, when, what, and its next run (or how it ended)."""
+    if job.purpose == FOLLOWUP and job.event_at is not None:
+        return followup_line(job)
     parts = [f"#{job.id} {when(job)}, {what(job)}"]
     if job.next_run_at is not None:
         parts.append(f"next: {moment(job.next_run_at, job.tz)}")

@@ -21,6 +21,7 @@ from lib.memory import store as memory_store
 from lib.schedule.times import Timing, span_text
 
 MESSAGE, PROMPT = "message", "prompt"
+TASK, FOLLOWUP = "task", "followup"
 # Longer texts are refused: a reminder is a line or two, a prompt a paragraph.
 MAX_TEXT = 4000
 # The terminal chat (`ash chat`) has no Telegram chat of its own.
@@ -29,7 +30,7 @@ CLI_PROVIDER = "cli"
 _COLUMNS = """
 s.id, s.user_id, s.chat_id, s.chat_type, s.message_thread_id, s.direct_messages_topic_id, s.kind, s.starts_at,
 s.interval_seconds, s.cron, s.timezone, s.action, s.text, s.status, s.next_run_at, s.last_run_at, s.run_count,
-s.max_runs, s.ends_at, s.created_at, s.updated_at,
+s.max_runs, s.ends_at, s.created_at, s.updated_at, s.purpose, s.event_at,
 (SELECT r.outcome FROM schedule_runs AS r WHERE r.schedule_id = s.id ORDER BY r.scheduled_for DESC LIMIT 1)
     AS last_outcome
 """
@@ -41,7 +42,8 @@ VALUES (:user_id, :chat_id, :chat_type, :message_thread_id, :direct_messages_top
     :interval_seconds, :cron, :timezone, :action, :text, :next_run_at, :max_runs, :ends_at, :now, :now)
 RETURNING id
 """
-ACTIVE_COUNT_SQL = "SELECT count(*) AS n FROM schedules WHERE user_id = ? AND status = 'active'"
+# Follow-ups have their own limit (lib/schedule/followups.py MAX_ACTIVE): they never take a task's place.
+ACTIVE_COUNT_SQL = "SELECT count(*) AS n FROM schedules WHERE user_id = ? AND status = 'active' AND purpose = 'task'"
 GET_SQL = f"SELECT {_COLUMNS} FROM schedules AS s WHERE s.id = ?"
 LIST_SQL = f"""
 SELECT {_COLUMNS} FROM schedules AS s
@@ -85,7 +87,13 @@ UPDATE schedules SET status = 'cancelled', next_run_at = NULL, updated_at = ?
 WHERE id = ? AND status = 'active'
 """
 DELETE_USER_SQL = "DELETE FROM schedules WHERE user_id = ?"
+# Their count of unanswered follow-ups and their private chat's opt-in go with them.
+DELETE_FOLLOWUP_STATE_SQL = """
+DELETE FROM followup_people WHERE user_id = :user_id;
+DELETE FROM followup_chats WHERE chat_id = :user_id;
+"""
 MOVE_CHAT_SQL = "UPDATE schedules SET chat_id = ?, updated_at = ? WHERE chat_id = ?"
+MOVE_FOLLOWUP_CHAT_SQL = "UPDATE OR REPLACE followup_chats SET chat_id = ? WHERE chat_id = ?"
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,10 @@ class Job:
     ends_at: float | None
     created_at: str
     updated_at: str
+    # TASK, or FOLLOWUP: Ash checks in after the event `text` names, which is at `event_at`
+    # (lib/schedule/followups.py).
+    purpose: str = "task"
+    event_at: float | None = None
     # How its latest run went: queued, sent, skipped, missed or failed (None before the first).
     last_outcome: str | None = None
 
@@ -125,6 +137,11 @@ class Job:
     def tz(self) -> zoneinfo.ZoneInfo:
         """The zone its times are read and shown in."""
         return zoneinfo.ZoneInfo(self.timezone)
+
+    @property
+    def shown_kind(self) -> str:
+        """What the listings call it: a follow-up, or its timing (once, interval, cron)."""
+        return FOLLOWUP if self.purpose == FOLLOWUP else self.kind
 
 
 @dataclass(frozen=True)
@@ -273,14 +290,18 @@ def delete_user(conn: apsw.Connection, user_id: str) -> int:
     away); returns how many tasks. Their queued runs find no task and are skipped."""
     with immediate(conn):
         conn.execute(DELETE_USER_SQL, (user_id,))
-        return conn.changes()
+        removed = conn.changes()
+        conn.execute(DELETE_FOLLOWUP_STATE_SQL, {"user_id": user_id})
+        return removed
 
 
 def move_chat(conn: apsw.Connection, old_chat_id: int | str, new_chat_id: int | str, now: float) -> int:
     """A group became a supergroup with a new id: its tasks follow it."""
     with immediate(conn):
         conn.execute(MOVE_CHAT_SQL, (str(new_chat_id), iso(now), str(old_chat_id)))
-        return conn.changes()
+        moved = conn.changes()
+        conn.execute(MOVE_FOLLOWUP_CHAT_SQL, (str(new_chat_id), str(old_chat_id)))
+        return moved
 
 
 def due(conn: apsw.Connection, now: float, limit: int) -> list[Job]:

@@ -124,7 +124,8 @@ def _iso(text: str) -> datetime | None:
         return None
 
 
-def _clock(found: re.Match) -> time:
+def clock_of(found: re.Match) -> time:
+    """The time of day a CLOCK match says ("3pm", "14:00", "noon")."""
     if found["word"]:
         return time(12) if found["word"] == "noon" else time(0)
     hour, minute = int(found["hour"]), int(found["minute"] or 0)
@@ -140,7 +141,7 @@ def _clock(found: re.Match) -> time:
 
 def _day_and_clock(found: re.Match, tz: zoneinfo.ZoneInfo, now: float) -> float:
     """ "tomorrow at 9" and the like; a bare time means its next occurrence."""
-    at = _clock(found)
+    at = clock_of(found)
     today = local_time(now, tz).date()
     day_word = found["day"] or found["day_after"]
     if day_word is None:

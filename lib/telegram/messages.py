@@ -186,6 +186,7 @@ class Messages:
             turn = attachment.into(turn)
         # Writing again instead of answering Run / Deny means the waiting call is not run.
         await self.bot.approvals.supersede(turn.provider, turn.chat_id, turn.user_id)
+        await self._follow_ups(turn)
         await sink.typing()
         try:
             result = await self.bot.runner(turn, sink)
@@ -199,6 +200,16 @@ class Messages:
         if result.waiting_for is not None:
             await self.bot.approvals.shown(result.waiting_for, sink)
         return "done", None if result.ok else "turn reported failure"
+
+    async def _follow_ups(self, turn: TurnInput) -> None:
+        """The person wrote: read their own words for events to follow up (rules, no model call)."""
+        from lib.schedule.followups import Where, on_message
+
+        where = Where(turn.user_id, turn.chat_id, turn.chat_type, turn.message_thread_id, turn.direct_messages_topic_id)
+        own = turn.text if turn.typed_text is None else turn.typed_text
+        changed = await self.bot.db(on_message, self.bot.settings, where, own, self.bot.runtime.clock())
+        if changed is not None:
+            self.bot.runtime.signals.schedule_changed.emit()
 
     def _turn_input(
         self, claim: inbox.Claim, message: Message, sink: TelegramSink, text: str, me: dict, images: list

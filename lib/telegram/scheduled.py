@@ -11,6 +11,7 @@ like in any turn. A task that was cancelled, forgotten, or whose maker lost acce
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from lib.conversation import access
 from lib.inbox import queue as inbox
 from lib.inbox.scheduler import PAYLOAD_DECODER, Payload
 from lib.memory import store as memory_store
-from lib.schedule import describe
+from lib.schedule import describe, followups
 from lib.schedule import store as schedules
 from lib.telegram import chats
 from lib.telegram.client import TelegramClient
@@ -80,11 +81,14 @@ class ScheduledRuns:
     """Runs the fired tasks the Telegram handler is given; `db` runs fn(conn, ...) in a thread,
     `sink_for` makes the answer's sink (recording sent messages under the claim)."""
 
-    def __init__(self, db: Db, settings: Settings, *, sink_for: SinkFor, runner: Runner):
+    def __init__(
+        self, db: Db, settings: Settings, *, sink_for: SinkFor, runner: Runner, clock: Callable[[], float] = time.time
+    ):
         self._db = db
         self.settings = settings
         self._sink_for = sink_for
         self._runner = runner
+        self._clock = clock
 
     async def job_of(self, claim: inbox.Claim) -> tuple[Payload | None, schedules.Job | None]:
         """The run a claim carries and its task (None when the task is gone)."""
@@ -114,6 +118,8 @@ class ScheduledRuns:
 
     async def _deliver(self, claim: inbox.Claim, job: schedules.Job, payload: Payload) -> tuple[str, str | None]:
         sink = self._sink_for(claim, int(job.chat_id), job.chat_type, placement_of(job))
+        if job.purpose == schedules.FOLLOWUP:
+            return await self._follow_up(claim, job, payload, sink)
         if job.action == schedules.PROMPT and await self._over_budget(job):
             await sink.finish(BUDGET_SPENT.format(id=job.id, what=describe.what(job, 40)))
             await self._db(schedules.finish_run, payload.run_id, "skipped", "daily token budget spent")
@@ -149,13 +155,46 @@ class ScheduledRuns:
 
         return await self._db(over_budget, self.settings, job.user_id)
 
-    async def _turn(self, claim: inbox.Claim, job: schedules.Job, payload: Payload, sink: TelegramSink) -> TurnResult:
+    async def _follow_up(
+        self, claim: inbox.Claim, job: schedules.Job, payload: Payload, sink: TelegramSink
+    ) -> tuple[str, str | None]:
+        """Check in after the event: one short message from a tool-less turn, unless the quiet
+        hours, the day's cap, two unanswered follow-ups or the token budget say not now."""
+        if claim.answer is not None:
+            # Killed after the check-in was written: show that one again, no second model call.
+            await sink.finish(msgspec.json.decode(claim.answer)["text"])
+            await self._db(schedules.finish_run, payload.run_id, "sent")
+            return "done", f"follow-up #{job.id}: shown again after an interruption"
+        why_not = await self._db(followups.why_not_now, self.settings, job, self._clock())
+        if why_not is None and await self._over_budget(job):
+            why_not = "the daily token budget is spent"
+        if why_not is not None:
+            await self._db(schedules.finish_run, payload.run_id, "skipped", why_not)
+            return "skipped", f"follow-up #{job.id}: {why_not}"
+        text = followups.check_in_prompt(job, describe.event_when(job))
+        result = await self._turn(claim, job, payload, sink, text=text, tools=False)
+        await self._db(schedules.finish_run, payload.run_id, "sent" if result.ok else "failed")
+        if result.ok:
+            await self._db(followups.sent, job.user_id)
+        return "done", f"follow-up #{job.id}" + ("" if result.ok else ": the turn reported failure")
+
+    async def _turn(
+        self,
+        claim: inbox.Claim,
+        job: schedules.Job,
+        payload: Payload,
+        sink: TelegramSink,
+        *,
+        text: str | None = None,
+        tools: bool = True,
+    ) -> TurnResult:
         profile = await self._db(memory_store.get_profile, job.user_id)
         turn = TurnInput(
             provider="telegram",
             chat_id=job.chat_id,
             user_id=job.user_id,
-            text=prompt_text(job, payload),
+            text=text or prompt_text(job, payload),
+            tools=tools,
             chat_type=job.chat_type,
             username=profile.username if profile else None,
             display_name=profile.display_name if profile else None,

@@ -71,7 +71,11 @@ class TelegramUpdates:
             from lib.telegram.scheduled import ScheduledRuns
 
             self._scheduled = ScheduledRuns(
-                self.bot.db, self.bot.settings, sink_for=self.bot.sink, runner=self.bot.runner
+                self.bot.db,
+                self.bot.settings,
+                sink_for=self.bot.sink,
+                runner=self.bot.runner,
+                clock=self.bot.runtime.clock,
             )
         return self._scheduled
 

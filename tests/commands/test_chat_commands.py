@@ -163,3 +163,19 @@ def test_the_tool_line_shows_a_failed_run(configured, httpx2_mock):
 
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == "[tool] get_weather failed"
+
+
+def test_followups_turned_on_in_the_terminal_notice_an_event_for_the_private_telegram_chat(configured, httpx2_mock):
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(return_value=sse_response("anthropic", "stream_text.sse"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["chat", "/followups on"]).output.startswith("Follow-ups are on.")
+
+    assert runner.invoke(cli, ["chat", "I have a job interview tomorrow at 10"]).exit_code == 0
+
+    assert route.call_count == 1  # the answer; noticing the event asked no model
+    conn = connect(configured / "ash.db")
+    try:
+        [row] = conn.execute("SELECT chat_id, text, purpose FROM schedules").fetchall()
+    finally:
+        conn.close()
+    assert row == (OWNER, "job interview", "followup")

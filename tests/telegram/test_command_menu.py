@@ -18,7 +18,7 @@ from lib.telegram import menu
 from lib.web.lifespan import publish_command_menu
 from tests.support.telegram import API, SECRET, TOKEN, make_runtime
 
-LISTED = ["new", "stop", "memory", "why", "timezone", "model", "reminders", "forget", "help"]
+LISTED = ["new", "stop", "memory", "why", "timezone", "model", "reminders", "followups", "forget", "help"]
 
 
 def test_webhook_set_also_sets_the_command_menu(db_path, monkeypatch, bot):
