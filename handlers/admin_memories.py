@@ -43,7 +43,14 @@ class ForgetResult(msgspec.Struct):
     messages: int
 
 
-@get("/admin/memories", guards=[admin_guard], sync_to_thread=True)
+# The description is given here as well as in the docstring: Litestar wraps the first of two
+# sync handlers on one path twice, and /schema would describe the wrapper instead.
+@get(
+    "/admin/memories",
+    guards=[admin_guard],
+    sync_to_thread=True,
+    description="List entries newest first, or search what a user may see with `q`.",
+)
 def list_memories(
     request: Request,
     user_id: Annotated[str | None, Parameter(description="Only this user's entries (and global ones with q).")] = None,

@@ -237,9 +237,15 @@ class Config(Table):
     ] = None
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
-    default_llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    default_llm: Annotated[LLMConfig, about("The model that answers.")] = msgspec.field(default_factory=LLMConfig)
     # None: the file has no [fallback_llm] (IMPLICIT_FALLBACK may answer, see there).
-    fallback_llm: LLMConfig | None = None
+    fallback_llm: Annotated[
+        LLMConfig | None,
+        about(
+            "Answers when the default model keeps failing. Without this table, OpenAI's gpt-4o answers only "
+            "while OPENAI_API_KEY is set (a local server is never asked for gpt-4o)."
+        ),
+    ] = None
     models: Annotated[
         dict[str, ModelPreset], about("Models a chat may switch to with /model, by name ([models.NAME]).")
     ] = msgspec.field(default_factory=dict)
