@@ -81,7 +81,7 @@ def _toml(value: object) -> str:
     if value is None or value is msgspec.NODEFAULT:
         return "unset"
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return "`true`" if value else "`false`"
     if isinstance(value, str | int | float):
         return f"`{json.dumps(value)}`"
     return f"`{json.dumps(msgspec.to_builtins(value))}`"
