@@ -55,7 +55,7 @@ def list_memories(
     request: Request,
     user_id: Annotated[str | None, Parameter(description="Only this user's entries (and global ones with q).")] = None,
     q: Annotated[str | None, Parameter(description="Search text (hybrid search); needs user_id or an owner.")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
+    limit: Annotated[int, Parameter(ge=1, le=500, description="Most entries returned.")] = 50,
     include_inactive: Annotated[bool, Parameter(description="Also superseded and expired entries.")] = False,
 ) -> MemoryList:
     """List entries newest first, or search what a user may see with `q`."""

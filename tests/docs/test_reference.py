@@ -86,6 +86,14 @@ def test_every_http_route_has_a_description():
         (op.method, op.path) for op in operations
     }
     assert not [f"{op.method} {op.path}" for op in operations if not op.description.strip()]
+    # A path parameter is named in the path the description is about; a query parameter needs its own.
+    undescribed = [
+        f"{op.method} {op.path} ?{p['name']}"
+        for op in operations
+        for p in op.parameters
+        if p["in"] == "query" and not p.get("description")
+    ]
+    assert not undescribed
     assert not [path for _, path, doc in reference.unlisted_routes() if not doc]
 
 
