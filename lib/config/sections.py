@@ -47,7 +47,10 @@ class ServerConfig(Table):
     max_connections: Annotated[
         int,
         msgspec.Meta(ge=64),
-        about("Connections served at once (granian's backpressure); more wait in the listen queue."),
+        about(
+            "Connections served at once (granian's backpressure); more wait in the listen queue. "
+            "`ash serve` raises its open-file limit to fit."
+        ),
     ] = 4096
 
 

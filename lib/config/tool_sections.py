@@ -16,8 +16,8 @@ class SandboxConfig(Table):
     enabled: Annotated[
         Literal["auto"] | bool,
         about(
-            '"auto": offer the bash tool only while a Docker engine answers; true: always (a missing engine '
-            "is an error the model hears); false: never."
+            '"auto": offer the bash tool only while a Docker engine answers (asked at most every 30 s); true: '
+            "always (a missing engine is an error the model hears); false: never."
         ),
     ] = "auto"
     image: Annotated[str, about("The sandbox image (`ash sandbox build` makes it).")] = "ash-sandbox:latest"
