@@ -1,6 +1,7 @@
 """Ash's web app: routes, lifespan and exception handlers. Logic lives in `lib/`."""
 
 from litestar import Litestar
+from litestar.openapi import OpenAPIConfig
 
 from handlers.admin_audit import list_audit
 from handlers.admin_backup import admin_backup
@@ -67,6 +68,8 @@ with without_pydantic_plugin():
         ],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
+        # Each route's docstring is its description at /schema and in docs/reference/http.md.
+        openapi_config=OpenAPIConfig(title="Ash", version="0.1.0", use_handler_docstrings=True),
     )
 
 # What `ash serve` runs: the writer rule and the restore gate in front (lib/web/writer.py), then

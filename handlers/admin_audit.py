@@ -28,7 +28,7 @@ def list_audit(
     action: Annotated[str | None, Parameter(max_length=100, description="e.g. memory_add, forget_memory")] = None,
     target: Annotated[str | None, Parameter(max_length=200, description="Whose memory: a user id, or global.")] = None,
     before_id: Annotated[int | None, Parameter(ge=1, description="Rows older than this id (paging).")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
+    limit: Annotated[int, Parameter(ge=1, le=500, description="Most rows returned.")] = 100,
 ) -> AuditList:
     """Audit rows newest first, filtered by entry, actor, action or target."""
     conn = get_runtime(request.app).db.conn()

@@ -43,12 +43,19 @@ class ForgetResult(msgspec.Struct):
     messages: int
 
 
-@get("/admin/memories", guards=[admin_guard], sync_to_thread=True)
+# The description is given here as well as in the docstring: Litestar wraps the first of two
+# sync handlers on one path twice, and /schema would describe the wrapper instead.
+@get(
+    "/admin/memories",
+    guards=[admin_guard],
+    sync_to_thread=True,
+    description="List entries newest first, or search what a user may see with `q`.",
+)
 def list_memories(
     request: Request,
     user_id: Annotated[str | None, Parameter(description="Only this user's entries (and global ones with q).")] = None,
     q: Annotated[str | None, Parameter(description="Search text (hybrid search); needs user_id or an owner.")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
+    limit: Annotated[int, Parameter(ge=1, le=500, description="Most entries returned.")] = 50,
     include_inactive: Annotated[bool, Parameter(description="Also superseded and expired entries.")] = False,
 ) -> MemoryList:
     """List entries newest first, or search what a user may see with `q`."""

@@ -94,7 +94,7 @@ def list_schedules(
     user_id: Annotated[str | None, Parameter(description="Only the tasks this user made.")] = None,
     chat_id: Annotated[str | None, Parameter(description="Only the tasks of this chat.")] = None,
     include_finished: Annotated[bool, Parameter(description="Also done and cancelled tasks.")] = False,
-    limit: Annotated[int, Parameter(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Parameter(ge=1, le=1000, description="Most tasks returned.")] = 200,
 ) -> ScheduleList:
     """Tasks, active ones first in the order they run."""
     from lib.schedule import store

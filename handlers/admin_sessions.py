@@ -42,7 +42,7 @@ class SessionMessages(msgspec.Struct):
 def list_sessions(
     request: Request,
     user_id: Annotated[str | None, Parameter(description="Sessions this user started or wrote in.")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
+    limit: Annotated[int, Parameter(ge=1, le=500, description="Most sessions returned.")] = 50,
 ) -> SessionList:
     """Sessions, most recently active first."""
     conn = get_runtime(request.app).db.conn()
@@ -55,7 +55,7 @@ def session_messages(
     request: Request,
     session_id: FromPath[int],
     after_id: Annotated[int, Parameter(ge=0, description="Only messages with a larger id (paging).")] = 0,
-    limit: Annotated[int, Parameter(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Parameter(ge=1, le=1000, description="Most messages returned.")] = 200,
 ) -> SessionMessages:
     """A session and its messages in order."""
     conn = get_runtime(request.app).db.conn()

@@ -53,8 +53,8 @@ class LazyGroup(click.Group):
 def cli(verbose: bool) -> None:
     """Ash, a personal assistant for Telegram that remembers.
 
-    Configuration comes from $ASH_CONFIG (default $ASH_HOME/config.toml, ASH_HOME=./data)
-    and secrets from the environment. Start with `ash doctor`.
+    Configuration comes from $ASH_CONFIG (default $ASH_HOME/config.toml; ASH_HOME defaults to the
+    checkout's data/), secrets from the environment and $ASH_HOME/secrets.env. Start with `ash doctor`.
     """
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

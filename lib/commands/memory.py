@@ -28,7 +28,7 @@ def memory() -> None:
 @memory.command("list")
 @user_option()
 @click.option("--all", "include_inactive", is_flag=True, help="Include superseded and expired entries.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True, help="Most entries listed.")
 def memory_list(user_id: str | None, include_inactive: bool, limit: int) -> None:
     """List a user's entries (and global ones), newest first."""
     from lib.memory import knowledge
@@ -48,7 +48,7 @@ def memory_list(user_id: str | None, include_inactive: bool, limit: int) -> None
 @memory.command("search")
 @click.argument("query")
 @user_option()
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most results shown.")
 def memory_search(query: str, user_id: str | None, limit: int) -> None:
     """Search what a user may see of the knowledge base (hybrid: words and meaning)."""
     from lib.memory import knowledge

@@ -34,7 +34,9 @@ def status(as_json: bool) -> None:
     try:
         target = replica_of(settings)
         if target is None:
-            raise click.ClickException("replication is off: set ASH_REPLICA_URL=s3://bucket/path (see the README)")
+            raise click.ClickException(
+                "replication is off: set ASH_REPLICA_URL=s3://bucket/path (see docs/deploy/fly.md)"
+            )
         found = position(target, environment(), settings.home)
     except AshError as exc:
         raise click.ClickException(str(exc)) from None

@@ -19,7 +19,7 @@ def sessions() -> None:
 
 @sessions.command("list")
 @user_option("Only sessions this user started or wrote in.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Most sessions listed.")
 def sessions_list(user_id: str | None, limit: int) -> None:
     """List sessions, most recently active first."""
     from lib.memory import browse
@@ -39,7 +39,7 @@ def sessions_list(user_id: str | None, limit: int) -> None:
 @sessions.command("search")
 @click.argument("query")
 @user_option()
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most messages shown.")
 def sessions_search(query: str, user_id: str | None, limit: int) -> None:
     """Search a user's past messages (hybrid: words and meaning)."""
     from lib.memory.api import search_messages

@@ -88,6 +88,9 @@ def _type_at(parts: list[str]) -> msgspec.inspect.Type | None:
         if struct is None:
             return None
         info = next((f.type for f in struct.fields if f.name == part), None)
+        # A key with a description (sections.about) is its type wrapped in Metadata.
+        if isinstance(info, msgspec.inspect.Metadata):
+            info = info.type
     return info
 
 

@@ -1,5 +1,6 @@
-"""The tables of config.toml, as typed structs: every key Ash reads, its type, its range and its
-default (config.example.toml documents them). Unknown keys fail loudly (typos)."""
+"""The tables of config.toml, as typed structs: every key Ash reads, its type, its range, its
+default and its description (config.example.toml shows them in use; docs/reference/configuration.md
+is generated from these). The tables of tools and senses are in tool_sections.py."""
 
 from __future__ import annotations
 
@@ -8,68 +9,103 @@ from typing import Annotated, Literal
 
 import msgspec
 
-# Ranges msgspec checks while decoding the file, so an error names the key and the range.
-Positive = Annotated[float, msgspec.Meta(gt=0)]
-Count = Annotated[int, msgspec.Meta(ge=1)]
-NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
-NonNegative = Annotated[float, msgspec.Meta(ge=0)]
-Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
-# OpenAI accepts 0 to 2; Anthropic 0 to 1 (checked in _check_values).
-Temperature = Annotated[float, msgspec.Meta(ge=0, le=2)]
-# Brave Search returns at most 20 results a request.
-BraveCount = Annotated[int, msgspec.Meta(ge=1, le=20)]
+from lib.config.tool_sections import (
+    BraveSearchConfig,
+    DocumentsConfig,
+    FollowupsConfig,
+    McpConfig,
+    ReplicaConfig,
+    SandboxConfig,
+    SchedulerConfig,
+    TranscriptionConfig,
+    WebFetchConfig,
+)
+from lib.config.values import Count, Fraction, NonNegative, NonNegativeInt, Port, Positive, Table, Temperature, about
 
 
-class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A config table: unknown keys are typos and fail loudly."""
+class ServerConfig(Table):
+    """The HTTP server (`ash serve`)."""
 
-
-class ServerConfig(_Section):
-    host: str = "127.0.0.1"
-    port: Port = 8080
+    host: Annotated[str, about("Address to listen on; the container passes --host 0.0.0.0.")] = "127.0.0.1"
+    port: Annotated[Port, about("Port to listen on; PORT in the environment wins.")] = 8080
     # Telegram updates are small; anything larger is refused with 413.
-    max_body_bytes: Count = 1_048_576
-    # Seconds between background sweeps for pending or stale work.
-    tick_interval: Positive = 15.0
-    # Seconds a client may take to send a request's headers, and again its body (any route);
-    # then the connection is closed (a body: 408 first). Telegram's updates arrive at once; 10 s
-    # carries the largest body allowed (max_body_bytes) over a link of about 1 Mbit/s, and
-    # bounds how long a trickling client holds one of the server's connections.
-    body_timeout: Positive = 10.0
-    # Connections served at once (granian's backpressure); more wait in the listen queue. Each
-    # idle or slow one costs about 18 KB; strangers' uploads hold at most 16 of them (lib/web/door.py).
-    max_connections: Annotated[int, msgspec.Meta(ge=64)] = 4096
+    max_body_bytes: Annotated[Count, about("Largest request body accepted; a larger webhook body gets 413.")] = (
+        1_048_576
+    )
+    tick_interval: Annotated[Positive, about("Seconds between background sweeps for pending or stale work.")] = 15.0
+    # Telegram's updates arrive at once; 10 s carries the largest body allowed (max_body_bytes)
+    # over a link of about 1 Mbit/s, and bounds how long a trickling client holds one of the
+    # server's connections.
+    body_timeout: Annotated[
+        Positive,
+        about(
+            "Seconds a client may take to send a request's headers, and again its body (any route); "
+            "then the connection is closed (a body: 408 first)."
+        ),
+    ] = 10.0
+    # Each idle or slow connection costs about 18 KB; strangers' uploads hold at most 16 of them
+    # (lib/web/door.py).
+    max_connections: Annotated[
+        int,
+        msgspec.Meta(ge=64),
+        about(
+            "Connections served at once (granian's backpressure); more wait in the listen queue. "
+            "`ash serve` raises its open-file limit to fit."
+        ),
+    ] = 4096
 
 
-class TelegramConfig(_Section):
-    allowed_users: list[str | int] = msgspec.field(default_factory=list)
-    # Seconds between streaming edits in private chats; groups use group_stream_edit_interval.
-    stream_edit_interval: Positive = 1.0
-    group_stream_edit_interval: Positive = 3.0
-    max_concurrent_chats: Count = 8
-    lease_seconds: Positive = 90.0
-    max_attempts: Count = 5
-    inbox_retention_days: Count = 7
-    photo_max_bytes: Count = 10_000_000
-    # The 🧠 N button under an answer that drew on memory (it opens the /why list): in private
-    # chats only by default; in a group the list would be sent privately anyway.
-    memory_button: Literal["private", "always", "never"] = "private"
+class TelegramConfig(Table):
+    """Who may talk to Ash, and how it talks to Telegram."""
+
+    allowed_users: Annotated[
+        list[str | int],
+        about(
+            'Who may talk to Ash: numeric Telegram ids, or "@username" entries pinned to the id of their '
+            "first contact. Empty: nobody but the owner (add people with `ash users allow`)."
+        ),
+    ] = msgspec.field(default_factory=list)
+    stream_edit_interval: Annotated[Positive, about("Seconds between streaming edits in private chats.")] = 1.0
+    group_stream_edit_interval: Annotated[
+        Positive, about("Seconds between streaming edits in groups (Telegram allows about 20 messages a minute).")
+    ] = 3.0
+    max_concurrent_chats: Annotated[Count, about("Chats answered in parallel.")] = 8
+    lease_seconds: Annotated[
+        Positive, about("Seconds after which a claimed update that was not renewed is taken over.")
+    ] = 90.0
+    max_attempts: Annotated[Count, about("Tries of one update; then it is given up and the person told.")] = 5
+    inbox_retention_days: Annotated[Count, about("Days after which handled updates are pruned.")] = 7
+    photo_max_bytes: Annotated[
+        Count, about("Bytes: the largest size of a photo within this is downloaded for the model to see.")
+    ] = 10_000_000
+    # In a group the /why list would be sent privately anyway.
+    memory_button: Annotated[
+        Literal["private", "always", "never"],
+        about("Where the 🧠 N button under an answer that drew on memory (it opens /why) is shown."),
+    ] = "private"
 
 
-class LLMConfig(_Section):
-    provider: Literal["anthropic", "openai"] = "anthropic"
-    model: str = "claude-sonnet-4-6"
-    temperature: Temperature = 0.7
-    max_tokens: Count = 4096
+class LLMConfig(Table):
+    """A language model: [default_llm], [fallback_llm]."""
+
+    provider: Annotated[
+        Literal["anthropic", "openai"],
+        about('Who serves the model; "openai" includes any OpenAI-compatible server (OPENAI_BASE_URL).'),
+    ] = "anthropic"
+    model: Annotated[str, about("The model's name as its provider knows it.")] = "claude-sonnet-4-6"
+    temperature: Annotated[Temperature, about("Sampling temperature: 0 to 2 for OpenAI, 0 to 1 for Anthropic.")] = 0.7
+    max_tokens: Annotated[Count, about("Most tokens one answer may have.")] = 4096
 
 
 class ModelPreset(LLMConfig):
     """A `[models.NAME]` table: a model a chat may pick with /model. Provider and model are
     required; the other keys default as in [default_llm]."""
 
-    provider: Literal["anthropic", "openai"]
-    model: str
+    provider: Annotated[
+        Literal["anthropic", "openai"],
+        about('Who serves the model; "openai" includes any OpenAI-compatible server (OPENAI_BASE_URL).'),
+    ]
+    model: Annotated[str, about("The model's name as its provider knows it.")]
 
 
 # Preset names are typed after /model and carried in a button's callback data (64 bytes at most).
@@ -82,18 +118,23 @@ DEFAULT_PRESET = "default"
 IMPLICIT_FALLBACK = LLMConfig(provider="openai", model="gpt-4o")
 
 
-class AgentConfig(_Section):
-    max_steps: Count = 10
-    # Tokens (input + output) one user may spend per day; 0 means no limit.
-    daily_token_budget: NonNegativeInt = 0
-    llm_retries: NonNegativeInt = 2
+class AgentConfig(Table):
+    """One turn of the model."""
+
+    max_steps: Annotated[Count, about("Model calls per turn before Ash stops and says so.")] = 10
+    daily_token_budget: Annotated[
+        NonNegativeInt, about("Tokens (input + output) one person may spend per day; 0 means no limit.")
+    ] = 0
+    llm_retries: Annotated[
+        NonNegativeInt, about("Retries of a retryable provider error before the fallback model answers.")
+    ] = 2
 
 
-class PriceConfig(_Section):
+class PriceConfig(Table):
     """US dollars per million tokens."""
 
-    input: NonNegative = 0.0
-    output: NonNegative = 0.0
+    input: Annotated[NonNegative, about("US dollars per million input tokens.")] = 0.0
+    output: Annotated[NonNegative, about("US dollars per million output tokens.")] = 0.0
 
 
 def default_prices() -> dict[str, PriceConfig]:
@@ -107,182 +148,115 @@ def default_prices() -> dict[str, PriceConfig]:
     }
 
 
-class MemoryConfig(_Section):
-    database_path: str | None = None
-    max_context_messages: Count = 20
-    context_token_budget: Count = 100_000
-    recency_window: Count = 10
-    system_prompt_buffer: NonNegativeInt = 8000
-    # Tokens of retrieved memory injected into one prompt.
-    retrieval_token_budget: NonNegativeInt = 2000
-    auto_gc: bool = True
-    max_entries: Count | None = None
-    compaction_enabled: bool = True
-    compaction_reserve_tokens: NonNegativeInt = 16384
-    compaction_keep_recent_tokens: NonNegativeInt = 20000
-    compaction_summary_max_tokens: Count = 2000
-    extraction_enabled: bool = True
-    extraction_model: str | None = None
-    extraction_min_message_length: NonNegativeInt = 20
-    extraction_debounce_seconds: NonNegative = 30.0
-    extraction_confidence_threshold: Fraction = 0.7
-    # Saving a fact that is already there raises its confidence by this share of what is left
-    # to 1 (seed 001: +0.1 x (1 - c)) instead of storing a copy.
-    reinforcement_rate: Fraction = 0.1
-    # Confidence an extracted fact loses per week in which it is neither saved again nor
-    # retrieved; `ash memory gc` retires it once what is left falls to `retire_below`.
-    decay_per_week: Fraction = 0.05
-    retire_below: Fraction = 0.1
+class MemoryConfig(Table):
+    """The database, the prompt's budget, compaction, fact extraction and garbage collection."""
 
-
-class EmbeddingsConfig(_Section):
-    provider: Literal["local", "openai", "none"] = "local"
-    model: str = "multilingual-e5-small"
-    dimensions: Count = 384
-
-
-class SandboxConfig(_Section):
-    # "auto": offer the bash tool only while a Docker engine answers; true: always (a missing
-    # engine is an error the model hears); false: never.
-    enabled: Literal["auto"] | bool = "auto"
-    image: str = "ash-sandbox:latest"
-    timeout: Positive = 60.0
-    memory_limit: str = "512m"
-    cpu_limit: Positive = 1.0
-    pids_limit: Count = 128
-    network_disabled: bool = True
-    # Bytes of output returned to the model (head and tail kept).
-    output_limit: Count = 16_000
-    # Seconds a warm per-chat container may sit idle before Ash removes it (/workspace is kept).
-    idle_timeout: Positive = 600.0
-    # Size of each chat's /workspace filesystem: writing past it fails with "No space left on device".
-    workspace_limit: str = "1g"
-    # Days a chat may go without a command before its /workspace is deleted (0: never).
-    workspace_ttl_days: NonNegative = 30.0
-    # When a risky tool call (bash, schedule, memory writes, MCP tools, a web request the person
-    # did not ask for) waits for the person's Run / Deny: "untrusted" while the turn holds
-    # content from outside (web pages, documents, forwards, other members' messages, tool
-    # output); "always"; "never".
-    approval: Literal["untrusted", "always", "never"] = "untrusted"
-    # Seconds a call may wait for its approval; then it is denied.
-    approval_timeout: Positive = 600.0
-
-
-class BraveSearchConfig(_Section):
-    count: BraveCount = 5
-
-
-class TranscriptionConfig(_Section):
-    # "openai": an OpenAI-compatible /v1/audio/transcriptions endpoint (OPENAI_API_KEY, optional
-    # when base_url is set); "local": faster-whisper on this machine (the local-transcription
-    # extra); "none": voice notes get a reply saying Ash cannot listen to them.
-    provider: Literal["openai", "local", "none"] = "openai"
-    # None: "whisper-1" for openai, "base" (the only bundled model) for local.
-    model: str | None = None
-    # An origin such as http://whisper:8000 for a self-hosted server; None: OPENAI_BASE_URL or OpenAI.
-    base_url: str | None = None
-    # Bytes of audio accepted; a larger file is refused without being downloaded (the Bot API
-    # serves files up to 20 MB).
-    max_bytes: Count = 20_000_000
-    # Seconds the local model stays loaded after its last use (it holds ~300 MB).
-    idle_unload: Positive = 300.0
-
-
-class DocumentsConfig(_Section):
-    # Bytes of a file accepted; a larger one is refused without being downloaded.
-    max_bytes: Count = 10_000_000
-    # Pages of a PDF read; the rest is left out with a note.
-    max_pages: Count = 100
-    # Characters of a document that enter the turn (the rest is cut, with a note saying so);
-    # memory keeps up to max_index_chars of it for later questions.
-    max_chars: Count = 40_000
-    max_index_chars: Count = 400_000
-    # Seconds to read a PDF's text, waiting for a free reader included: the reader is a separate
-    # process (lib/senses/parsing.py), killed at this limit; the person is told the file took too
-    # long. A 100-page PDF of plain text takes a few seconds; one built to be slow, minutes a page.
-    read_timeout: Positive = 60.0
-
-
-class WebFetchConfig(_Section):
-    enabled: bool = True
-    # Bytes read from a page before it is cut off (on the wire and decompressed), and seconds for
-    # the whole fetch: every lookup, redirect and byte, and reading the text out of the page.
-    max_bytes: Count = 3_000_000
-    timeout: Positive = 20.0
-    max_redirects: NonNegativeInt = 5
-    # Characters of extracted text handed to the model.
-    max_chars: Count = 20_000
-
-
-class McpServerConfig(_Section):
-    """One MCP server whose tools Ash offers the model as NAME__tool: a command (stdio) or a url."""
-
-    command: str | None = None
-    args: list[str] = msgspec.field(default_factory=list)
-    # Values may name environment variables as ${NAME}, resolved when the server starts.
-    env: dict[str, str] = msgspec.field(default_factory=dict)
-    url: str | None = None
-    headers: dict[str, str] = msgspec.field(default_factory=dict)
-    # Seconds to start and list tools, and for one tool call; characters of output kept.
-    start_timeout: Positive = 15.0
-    call_timeout: Positive = 60.0
-    output_limit: Count = 16_000
-
-
-class McpConfig(_Section):
-    servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
-
-
-class SchedulerConfig(_Section):
-    # Seconds a missed run (Ash was not running at its time) may be late and still run, with a
-    # note that it is late; a later one is skipped and logged.
-    max_lateness: NonNegative = 21600.0
-    # Active scheduled tasks one person may have.
-    max_jobs_per_user: Count = 50
-    # Seconds between runs of a task that runs a prompt: each run is a turn of the model.
-    min_prompt_interval: Positive = 3600.0
-
-
-class FollowupsConfig(_Section):
-    """Ash follows up after events it noticed (opt-in per chat: /followups on)."""
-
-    # No check-in is sent between these local times (HH:MM-HH:MM, the person's zone; it may cross
-    # midnight); one due inside them waits for their end.
-    quiet_hours: Annotated[str, msgspec.Meta(pattern=r"^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d$")] = (
-        "22:00-08:00"
+    database_path: Annotated[str | None, about("The SQLite database; unset: $ASH_HOME/ash.db.")] = None
+    max_context_messages: Annotated[Count, about("Most recent messages of the session considered for the prompt.")] = 20
+    context_token_budget: Annotated[Count, about("Tokens the whole prompt may hold.")] = 100_000
+    recency_window: Annotated[Count, about("The last N messages are always in the prompt.")] = 10
+    system_prompt_buffer: Annotated[NonNegativeInt, about("Tokens reserved for the system prompt.")] = 8000
+    retrieval_token_budget: Annotated[NonNegativeInt, about("Tokens of retrieved memory injected into one prompt.")] = (
+        2000
     )
-    # Check-ins one person gets in one local day, at most.
-    max_per_day: NonNegativeInt = 2
+    auto_gc: Annotated[bool, about("Garbage-collect expired entries at start-up.")] = True
+    max_entries: Annotated[Count | None, about("Most active memories one person may have; unset: no cap.")] = None
+    compaction_enabled: Annotated[
+        bool, about("Summarise old history when a session outgrows its budget (never silently dropped).")
+    ] = True
+    compaction_reserve_tokens: Annotated[
+        NonNegativeInt, about("Tokens kept free for the answer when deciding to compact.")
+    ] = 16384
+    compaction_keep_recent_tokens: Annotated[
+        NonNegativeInt, about("Tokens of the newest messages that compaction leaves as they are.")
+    ] = 20000
+    compaction_summary_max_tokens: Annotated[Count, about("Most tokens one compaction summary may have.")] = 2000
+    extraction_enabled: Annotated[
+        bool, about("Extract facts about the person from conversations into their profile and knowledge.")
+    ] = True
+    extraction_model: Annotated[str | None, about("The model that extracts facts; unset: the default_llm model.")] = (
+        None
+    )
+    extraction_min_message_length: Annotated[
+        NonNegativeInt, about("Messages shorter than this many characters are not mined for facts.")
+    ] = 20
+    extraction_debounce_seconds: Annotated[
+        NonNegative, about("Seconds of quiet in a chat before its new messages are mined for facts.")
+    ] = 30.0
+    extraction_confidence_threshold: Annotated[
+        Fraction, about("Extracted facts below this confidence are not saved.")
+    ] = 0.7
+    # Seed 001: +0.1 x (1 - c).
+    reinforcement_rate: Annotated[
+        Fraction,
+        about(
+            "Saving a fact that is already there raises its confidence by this share of what is left "
+            "to 1, instead of storing a copy."
+        ),
+    ] = 0.1
+    decay_per_week: Annotated[
+        Fraction,
+        about(
+            "Confidence an extracted fact loses per week in which it is neither saved again nor retrieved "
+            "(never what someone asked Ash to remember)."
+        ),
+    ] = 0.05
+    retire_below: Annotated[
+        Fraction, about("`ash memory gc` retires an extracted fact whose confidence fell below this (kept, audited).")
+    ] = 0.1
 
 
-class ReplicaConfig(_Section):
-    """Replication with Litestream (on when ASH_REPLICA_URL is set) and who the writer is."""
+class EmbeddingsConfig(Table):
+    """The vectors behind retrieval by meaning."""
 
-    # An S3-compatible endpoint (MinIO, R2, Tigris, B2); None: Amazon S3.
-    endpoint: str | None = None
-    region: str = "us-east-1"
-    # Seconds between uploads of new transactions: the recovery point a lost machine can cost.
-    sync_interval: Positive = 1.0
-    # Hours of history the replica keeps for point-in-time restores (Litestream's snapshot retention).
-    retention_hours: Positive = 168.0
-    # The Fly machine id of the one machine that owns the database; None: every machine (a single
-    # one) is the writer, or, with Fly's PRIMARY_REGION set, the machines of that region.
-    writer: str | None = None
+    provider: Annotated[
+        Literal["local", "openai", "none"],
+        about('"local": offline, nothing leaves the machine; "openai"; "none": words only (FTS5).'),
+    ] = "local"
+    model: Annotated[
+        str,
+        about(
+            'local: "multilingual-e5-small" or "all-MiniLM-L6-v2"; openai: e.g. "text-embedding-3-small". '
+            "Run `ash memory reindex` after a change."
+        ),
+    ] = "multilingual-e5-small"
+    dimensions: Annotated[Count, about("The vectors' size (384 for the local models, 1536 for OpenAI's small).")] = 384
 
 
-class Config(_Section):
-    owner: int | None = None
-    timezone: str = "UTC"
-    workspace: str | None = None
+class Config(Table):
+    """The whole file."""
+
+    owner: Annotated[
+        int | None,
+        about(
+            "Your numeric Telegram id: USER.md reaches the model only when you ask, and CLI commands with "
+            "--user default to you."
+        ),
+    ] = None
+    timezone: Annotated[
+        str, about("IANA time zone for dates in prompts and reminders; a person's own time zone wins.")
+    ] = "UTC"
+    workspace: Annotated[
+        str | None, about("Folder with SOUL.md, USER.md and TOOLS.md; unset: the bundled workspace/.")
+    ] = None
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     telegram: TelegramConfig = msgspec.field(default_factory=TelegramConfig)
-    default_llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    default_llm: Annotated[LLMConfig, about("The model that answers.")] = msgspec.field(default_factory=LLMConfig)
     # None: the file has no [fallback_llm] (IMPLICIT_FALLBACK may answer, see there).
-    fallback_llm: LLMConfig | None = None
-    # Models a chat may switch to with /model, by name ([models.NAME]).
-    models: dict[str, ModelPreset] = msgspec.field(default_factory=dict)
+    fallback_llm: Annotated[
+        LLMConfig | None,
+        about(
+            "Answers when the default model keeps failing. Without this table, OpenAI's gpt-4o answers only "
+            "while OPENAI_API_KEY is set (a local server is never asked for gpt-4o)."
+        ),
+    ] = None
+    models: Annotated[
+        dict[str, ModelPreset], about("Models a chat may switch to with /model, by name ([models.NAME]).")
+    ] = msgspec.field(default_factory=dict)
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
-    prices: dict[str, PriceConfig] = msgspec.field(default_factory=default_prices)
+    prices: Annotated[
+        dict[str, PriceConfig], about("Prices by model name, for `ash usage`; these add to the built-in ones.")
+    ] = msgspec.field(default_factory=default_prices)
     memory: MemoryConfig = msgspec.field(default_factory=MemoryConfig)
     embeddings: EmbeddingsConfig = msgspec.field(default_factory=EmbeddingsConfig)
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)

@@ -17,7 +17,7 @@ from lib.config import Settings
 from lib.errors import ConfigError
 
 CONFIG_NAME = "litestream.yml"
-# Litestream's own defaults, written out so the README's figures follow the file: it checkpoints
+# Litestream's own defaults, written out so the guide's figures (docs/deploy/fly.md) follow the file: it checkpoints
 # the WAL itself (PASSIVE) once it holds this many pages, or this often.
 MIN_CHECKPOINT_PAGES = 1000
 CHECKPOINT_INTERVAL = "1m"

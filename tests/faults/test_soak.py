@@ -9,8 +9,8 @@ whole answer and never changes after (or, in a chat that blocked the bot, delibe
 answers in each chat in update order; model requests = turns + failures + re-runs that a kill or
 a restore explains; every model failure in the log. /healthz: answered whenever the server runs,
 never slower than a second. Its 100 ms property is measured against a trivial server on the same
-machine and printed, not asserted: on two shared, busy cores it is not robust (README,
-Reliability: the figures). pytest -s shows every figure.
+machine and printed, not asserted: on two shared, busy cores it is not robust (docs/reliability.md,
+the figures). pytest -s shows every figure.
 
 Another seed: ASH_SOAK_SEED=N; longer runs and their figures: bench/soak.py.
 """

