@@ -164,7 +164,6 @@ class SchedulerConfig(Table):
     ] = 3600.0
 
 
-
 class FollowupsConfig(Table):
     """Ash follows up after events it noticed (opt-in per chat: /followups on)."""
 
@@ -179,6 +178,7 @@ class FollowupsConfig(Table):
         ),
     ] = "22:00-08:00"
     max_per_day: Annotated[NonNegativeInt, about("Check-ins one person gets in one local day, at most.")] = 2
+
 
 class ReplicaConfig(Table):
     """Replication with Litestream (on when ASH_REPLICA_URL is set) and who the writer is."""
