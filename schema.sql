@@ -75,10 +75,18 @@ CREATE TABLE memories (
     reinforced_count INTEGER NOT NULL DEFAULT 0,
     last_reinforced_at TEXT,
     retired_at TEXT,
+    -- Where it came from (m016: "user", "inference", "document:NAME", "web", "forward",
+    -- "member:NAME", "tool:NAME", "mcp:NAME", "schedule", "admin", "cli") and whether it is in
+    -- use: pending entries (written while a turn held outside content) wait for their owner and
+    -- never reach a prompt; discarded ones were refused or expired unreviewed.
+    origin TEXT NOT NULL DEFAULT 'user',
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'pending', 'discarded')),
+    reviewed_at TEXT,
     CHECK (owner_user_id IS NOT NULL OR is_global = 1)
 );
 CREATE INDEX memories_owner ON memories (owner_user_id, created_at);
 CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX memories_status ON memories (status, created_at) WHERE status != 'active';
 
 -- What retrieval ranks: chunks of messages and memories (long texts are split).
 -- Rebuildable from messages and memories at any time.

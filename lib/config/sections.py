@@ -133,6 +133,9 @@ class MemoryConfig(_Section):
     # retrieved; `ash memory gc` retires it once what is left falls to `retire_below`.
     decay_per_week: Fraction = 0.05
     retire_below: Fraction = 0.1
+    # Days a memory written while a turn held outside content waits for its owner to keep it
+    # (/memory pending, `ash memory pending`) before gc discards it unreviewed.
+    pending_days: Count = 14
 
 
 class EmbeddingsConfig(_Section):

@@ -18,7 +18,7 @@ import apsw
 from lib.config import Settings
 from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.db import immediate, now_iso, one
-from lib.memory import correct, forget, knowledge, provenance
+from lib.memory import correct, forget, knowledge, provenance, review, screen
 from lib.memory.provenance import Answer, Source
 
 OPEN = "why:o:"
@@ -37,6 +37,10 @@ GONE = "That is already gone."
 CORRECTED = "That was already corrected."
 ASK = "What is right instead of “{old}”? Send it as your next message here (within 15 minutes)."
 DONE_FORGET = "Forgotten."
+PENDING_CORRECTION = (
+    "Your message holds someone else's words, so I saved it for review (#{id}) and changed nothing yet: "
+    "keep it with /memory pending."
+)
 
 
 def actor(asker: Asker) -> str:
@@ -191,15 +195,26 @@ def _open_correction(conn: apsw.Connection, asker: Asker, *, item_id: int) -> No
         )
 
 
-def correction_reply(conn: apsw.Connection, settings: Settings, asker: Asker, text: str) -> str | None:
+def correction_reply(
+    conn: apsw.Connection, settings: Settings, asker: Asker, text: str, outside: tuple[str, ...] = ()
+) -> str | None:
     """After Wrong, the person's next message here is the right version: stored, and answered
-    with what changed; None when no correction was asked for (the message is an ordinary one)."""
+    with what changed; None when no correction was asked for (the message is an ordinary one).
+    A message holding outside content (a forward, someone else's quoted words) is stored pending
+    review and replaces nothing until the person keeps it (lib/memory/review.py)."""
     where = {"provider": asker.provider, "chat_id": asker.chat_id, "user_id": asker.user_id}
     found = one(conn, OPEN_CORRECTION_SQL, {**where, "now": time.time()})
-    return _apply_correction(conn, settings, found["id"], text, asker) if found else None
+    if not found:
+        return None
+    try:
+        return _apply_correction(conn, settings, found["id"], text, asker, outside)
+    except screen.Refused as refused:
+        return str(refused)
 
 
-def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: int, text: str, asker: Asker) -> str:
+def _apply_correction(
+    conn: apsw.Connection, settings: Settings, correction_id: int, text: str, asker: Asker, outside: tuple[str, ...]
+) -> str:
     """Store what the person says is right (the message after Wrong); returns the reply."""
     with immediate(conn):
         conn.execute("UPDATE memory_corrections SET status = 'done' WHERE id = ? AND status = 'open'", (correction_id,))
@@ -211,6 +226,8 @@ def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: 
             return GONE
         item, answer = found
         who = actor(asker)
+        if outside:
+            return _pending_correction(conn, settings, answer, item, text, who, outside)
         if item.kind == "knowledge":
             new_id = correct.correct_entry(conn, settings, item.ref_id, text, actor=who, asked_by=asker.user_id)
             if new_id is None:
@@ -225,6 +242,24 @@ def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: 
         else:
             correct.replace_note(conn, answer.user_id, line, " ".join(text.split()), who)
         return f"Thanks, corrected: my notes about you now say “{_snippet(text)}”."
+
+
+def _pending_correction(
+    conn: apsw.Connection, settings: Settings, answer: Answer, item: Source, text: str, who: str, outside
+) -> str:
+    """A correction that came with outside content: kept for review, replacing nothing yet."""
+    new_id = knowledge.add(
+        conn,
+        settings,
+        " ".join(text.split()),
+        owner_user_id=answer.memory_owner,
+        source="correction",
+        actor=who,
+        because={"corrects": item.ref_id if item.kind == "knowledge" else None, "asked_by": answer.user_id},
+        origin=review.origin_of(outside),
+        status="pending",
+    )
+    return PENDING_CORRECTION.format(id=new_id)
 
 
 def sources_button(sources_id: int, count: int) -> Button:

@@ -50,6 +50,7 @@ STEPS: list[Step] = [
     _sql_step("m012_memory_you_can_see"),
     _sql_step("m013_auth_failures_in_memory"),
     _sql_step("m014_inbox_answer"),
+    _sql_step("m016_memory_trust"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

@@ -158,7 +158,9 @@ class Messages:
         answered with what changed; None when no correction was asked for."""
         from lib.conversation.why import correction_reply
 
-        return await self.bot.db(correction_reply, self.bot.settings, asker_of(message), message.text)
+        # A forward or someone else's quoted words as the correction: stored pending review.
+        outside = outside_content(message, self.bot.bot_id)
+        return await self.bot.db(correction_reply, self.bot.settings, asker_of(message), message.text, outside)
 
     async def _turn(
         self,
