@@ -34,6 +34,7 @@ SET confidence = min(1.0, confidence + :rate * (1.0 - confidence)),
     expires_at = coalesce(:expires_at, expires_at)
 WHERE id = :id
 """
+BEFORE_SQL = "SELECT confidence, expires_at, reinforced_count, last_reinforced_at FROM memories WHERE id = ?"
 # Retrieval counts as use: an extracted fact that keeps being found does not decay.
 TOUCH_SQL = """
 UPDATE memories SET last_reinforced_at = :now
@@ -94,6 +95,8 @@ def reinforce(
     """Strengthen an entry that was saved again (a new expiry, when given, replaces the old);
     audited as `memory_reinforce` by `actor`."""
     with immediate(conn):
+        # What it was before, so `ash memory undo` can put it back (numbers and times, no text).
+        before = one(conn, BEFORE_SQL, (memory_id,))
         conn.execute(
             REINFORCE_SQL,
             {
@@ -107,7 +110,14 @@ def reinforce(
         if found is not None:
             owner = None if found["is_global"] else found["owner_user_id"]
             audit.record(
-                conn, actor, "memory_reinforce", [memory_id], owner, confidence=found["confidence"], **(because or {})
+                conn,
+                actor,
+                "memory_reinforce",
+                [memory_id],
+                owner,
+                confidence=found["confidence"],
+                before=before,
+                **(because or {}),
             )
 
 
