@@ -1,0 +1,96 @@
+"""/memory pending: the memories written while a conversation held outside content, each with Keep
+and Discard buttons (lib/memory/review.py).
+
+A person reviews their own pending entries; the owner (config `owner`) also reviews every
+group's, and in a group only the owner may ask (the answer goes to their private chat: /memory is
+a private command). Every press is checked against stored state: the entry is still pending,
+and the presser may review it. A decided entry says so and changes nothing.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from lib.config import Settings
+from lib.conversation.replies import Asker, Button, Press, Reply
+from lib.memory import knowledge, review
+from lib.memory.scope import is_group, is_group_owner
+
+KEEP = "mem:k:"
+DISCARD = "mem:d:"
+SNIPPET = 160
+
+NOTHING = "Nothing waits for your review."
+OWNER_ONLY = "Only the owner reviews what this group's memory holds."
+NOT_YOURS = "This memory is not yours to review."
+DECIDED = "That one was decided already."
+HEADER = (
+    "{n} memor{ies} wait for your review. Each was written while a conversation held outside content "
+    "(a page, a file, a forward, someone else's words), and none is used until you keep it:"
+)
+
+
+def _is_owner(settings: Settings, user_id: str) -> bool:
+    return settings.config.owner is not None and str(settings.config.owner) == user_id
+
+
+def _may_review(settings: Settings, entry: knowledge.Knowledge, user_id: str) -> bool:
+    if entry.owner_user_id == user_id:
+        return True
+    return _is_owner(settings, user_id) and (entry.is_global or is_group_owner(entry.owner_user_id))
+
+
+def _reviewable(conn: apsw.Connection, settings: Settings, user_id: str) -> list[knowledge.Knowledge]:
+    everyone = review.pending(conn, None, limit=200)
+    return [e for e in everyone if _may_review(settings, e, user_id)][:20]
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def listing(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply:
+    """The pending entries `user_id` may review, with Keep and Discard under each."""
+    entries = _reviewable(conn, settings, user_id)
+    if not entries:
+        return Reply(NOTHING)
+    lines = [HEADER.format(n=len(entries), ies="y" if len(entries) == 1 else "ies")]
+    rows = []
+    for number, entry in enumerate(entries, start=1):
+        where = " in a group" if is_group_owner(entry.owner_user_id) else ""
+        lines.append(
+            f"{number}. #{entry.id} (from {entry.origin}{where}, {entry.created_at[:10]}): {_snippet(entry.content)}"
+        )
+        rows.append(
+            (Button(f"Keep {number}", f"{KEEP}{entry.id}"), Button(f"Discard {number}", f"{DISCARD}{entry.id}"))
+        )
+    return Reply("\n".join(lines), tuple(rows))
+
+
+def pending_reply(conn: apsw.Connection, settings: Settings, asker: Asker) -> Reply:
+    """/memory pending's answer."""
+    if is_group(asker.chat_type) and not _is_owner(settings, asker.user_id):
+        return Reply(OWNER_ONLY)
+    return listing(conn, settings, asker.user_id)
+
+
+def waiting_line(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
+    """A line for /memory when something waits for review ("" otherwise)."""
+    count = len(_reviewable(conn, settings, user_id))
+    return f"\n\n{count} more wait for your review: /memory pending" if count else ""
+
+
+def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """Keep or Discard pressed by `asker`: decided once, by someone who may review it."""
+    raw_id = data.rpartition(":")[2]
+    entry = knowledge.get(conn, int(raw_id)) if raw_id.isdigit() else None
+    if entry is None:
+        return Press("That memory is gone.", listing(conn, settings, asker.user_id))
+    if not _may_review(settings, entry, asker.user_id):
+        return Press(NOT_YOURS)
+    decide = review.keep if data.startswith(KEEP) else review.discard
+    done = decide(conn, settings, entry.id, actor=f"{asker.actor}:review")
+    if done is None:
+        return Press(DECIDED, listing(conn, settings, asker.user_id))
+    return Press("Kept." if data.startswith(KEEP) else "Discarded.", listing(conn, settings, asker.user_id))
