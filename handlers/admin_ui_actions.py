@@ -1,4 +1,4 @@
-"""`/admin/ui/memories/{id}/forget|edit`: the web view's writes (session and CSRF token required)."""
+"""`/admin/ui/memories/{id}/forget|edit|keep|discard`: the web view's writes (session and CSRF token required)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from litestar import Request, Response, post
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 
-from lib.memory import correct, forget, knowledge
+from lib.memory import correct, forget, knowledge, review
 from lib.web.state import get_runtime
 from lib.web.ui.http import checked, redirect, refuse
 
@@ -58,3 +58,27 @@ def ui_edit(request: Request, memory_id: FromPath[int], data: Form) -> Response:
     if new_id is None:
         return refuse(409, f"Memory #{memory_id} was replaced already; edit its newest version.")
     return _back(entry, "edited")
+
+
+def _review(request: Request, memory_id: int, data: dict, keep: bool) -> Response:
+    session = checked(request, data)
+    if isinstance(session, Response):
+        return session
+    runtime = get_runtime(request.app)
+    decide = review.keep if keep else review.discard
+    entry = decide(runtime.db.conn(), runtime.settings, memory_id, actor=ACTOR)
+    if entry is None:
+        return refuse(409, f"Memory #{memory_id} does not wait for review.")
+    return _back(entry, "kept" if keep else "discarded")
+
+
+@post("/admin/ui/memories/{memory_id:int}/keep", sync_to_thread=True, include_in_schema=False, status_code=303)
+def ui_keep(request: Request, memory_id: FromPath[int], data: Form) -> Response:
+    """Keep an entry that waits for review: it becomes active (lib/memory/review.py)."""
+    return _review(request, memory_id, data, keep=True)
+
+
+@post("/admin/ui/memories/{memory_id:int}/discard", sync_to_thread=True, include_in_schema=False, status_code=303)
+def ui_discard(request: Request, memory_id: FromPath[int], data: Form) -> Response:
+    """Discard an entry that waits for review: kept as a row, never used."""
+    return _review(request, memory_id, data, keep=False)

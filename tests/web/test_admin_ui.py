@@ -192,3 +192,23 @@ def test_stored_text_is_escaped_and_assets_come_from_the_app(seeded, monkeypatch
         css = client.get("/admin/ui/static/ui.css")
         assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
         assert client.get("/admin/ui/static/..%2Fsessions.py").status_code == 404
+
+
+def test_pending_memories_are_shown_and_kept_or_discarded_with_the_csrf_token(seeded, monkeypatch, settings):
+    conn = connect(_db(monkeypatch))
+    waiting = [
+        knowledge.add(conn, settings, text, owner_user_id=ALICE, source="tool", origin="web", status="pending")
+        for text in ("Alice's bees are Italian", "Alice sells honey")
+    ]
+    with _client(monkeypatch) as client:
+        sign_in(client)
+        page = client.get(f"/admin/ui/people/{ALICE}").text
+        assert page.count("waits for review") == 2 and "tool (web)" in page
+        assert client.post(f"/admin/ui/memories/{waiting[0]}/keep", data={}).status_code == 403
+        token = _csrf(page)
+        kept = client.post(f"/admin/ui/memories/{waiting[0]}/keep", data={"csrf": token}, follow_redirects=False)
+        dropped = client.post(f"/admin/ui/memories/{waiting[1]}/discard", data={"csrf": token}, follow_redirects=False)
+        assert kept.status_code == dropped.status_code == 303
+        again = client.post(f"/admin/ui/memories/{waiting[1]}/keep", data={"csrf": token}, follow_redirects=False)
+        assert again.status_code == 409
+    assert [knowledge.get(conn, i).status for i in waiting] == ["active", "discarded"]
