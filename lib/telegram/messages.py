@@ -105,7 +105,7 @@ class Messages:
         if message.text and not group:
             corrected = await self._correction(message)
             if corrected is not None:
-                await sink.finish(corrected)
+                await _show(sink, corrected)
                 return "done", "a correction from /why"
         return await self._content(claim, message, sink, text, me)
 
@@ -153,7 +153,7 @@ class Messages:
         await _show(sink, reply)
         return "done", f"command /{name}"
 
-    async def _correction(self, message: Message) -> str | None:
+    async def _correction(self, message: Message) -> Reply | None:
         """After Wrong under /why, the person's next message is the right version: stored, and
         answered with what changed; None when no correction was asked for."""
         from lib.conversation.why import correction_reply
