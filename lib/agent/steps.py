@@ -212,7 +212,8 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
         if loop.tool_watcher is not None:
             await loop.tool_watcher.tool_started(use.name, use.input)
         # What the turn holds from outside so far: a memory the call writes waits for review.
-        loop.context = dataclasses.replace(loop.context, outside=tuple(state.outside))
+        typed = state.turn.text if state.turn.typed_text is None else state.turn.typed_text
+        loop.context = dataclasses.replace(loop.context, outside=tuple(state.outside), own_words=typed)
         block, outcome = await _run_tool(loop, use)
         state.results.append(block)
         if loop.tool_watcher is not None:

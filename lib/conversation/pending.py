@@ -19,6 +19,8 @@ from lib.memory.scope import is_group, is_group_owner
 KEEP = "mem:k:"
 DISCARD = "mem:d:"
 SNIPPET = 160
+# Entries shown at once (two buttons each: Telegram allows 100 per message).
+PAGE = 20
 
 NOTHING = "Nothing waits for your review."
 OWNER_ONLY = "Only the owner reviews what this group's memory holds."
@@ -41,8 +43,8 @@ def _may_review(settings: Settings, entry: knowledge.Knowledge, user_id: str) ->
 
 
 def _reviewable(conn: apsw.Connection, settings: Settings, user_id: str) -> list[knowledge.Knowledge]:
-    everyone = review.pending(conn, None, limit=200)
-    return [e for e in everyone if _may_review(settings, e, user_id)][:20]
+    everyone = review.pending(conn, None, limit=5000)
+    return [e for e in everyone if _may_review(settings, e, user_id)]
 
 
 def _snippet(text: str) -> str:
@@ -50,12 +52,14 @@ def _snippet(text: str) -> str:
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
 
 
-def listing(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply:
-    """The pending entries `user_id` may review, with Keep and Discard under each."""
-    entries = _reviewable(conn, settings, user_id)
-    if not entries:
+def listing(conn: apsw.Connection, settings: Settings, user_id: str, *, limit: int = PAGE) -> Reply:
+    """The pending entries `user_id` may review, oldest first, with Keep and Discard under each
+    (the first `limit`; the rest follow as these are decided)."""
+    waiting = _reviewable(conn, settings, user_id)
+    if not waiting:
         return Reply(NOTHING)
-    lines = [HEADER.format(n=len(entries), ies="y" if len(entries) == 1 else "ies")]
+    entries = waiting[:limit]
+    lines = [HEADER.format(n=len(waiting), ies="y" if len(waiting) == 1 else "ies")]
     rows = []
     for number, entry in enumerate(entries, start=1):
         where = " in a group" if is_group_owner(entry.owner_user_id) else ""
@@ -65,6 +69,8 @@ def listing(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply:
         rows.append(
             (Button(f"Keep {number}", f"{KEEP}{entry.id}"), Button(f"Discard {number}", f"{DISCARD}{entry.id}"))
         )
+    if len(waiting) > len(entries):
+        lines.append(f"(The first {len(entries)}; the others follow as you decide these.)")
     return Reply("\n".join(lines), tuple(rows))
 
 

@@ -217,7 +217,9 @@ async def _sift(
             # Not tied to a message it read: it may come from any of them, outside content too.
             fact.message_id, fact.outside = messages[-1]["id"], list(outside)
         else:
-            fact.outside = next(m["outside"] for m in messages if m["id"] == fact.message_id)
+            said = next(m for m in messages if m["id"] == fact.message_id)
+            # The person's own words make it their fact, whatever else their turn held.
+            fact.outside = [] if review.in_own_words(fact.content, said["content"]) else said["outside"]
         kept.append(fact)
     return kept
 

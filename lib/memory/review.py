@@ -36,9 +36,11 @@ _SUFFIXES = (" earlier in this chat", " from memory", " in the summary of this c
 
 def origin_of(outside: list[str] | tuple[str, ...]) -> str:
     """The origin a write gets from the outside content its turn held (lib/agent/approval.py names
-    it): the first piece, as "document:NAME", "web", "forward", "member:NAME", "mcp:NAME" or
-    "tool:NAME"."""
-    for raw in outside:
+    it), as "document:NAME", "web", "forward", "member:NAME", "mcp:NAME" or "tool:NAME": the latest
+    piece this turn brought (a tool's output comes after the message), else the latest from the
+    conversation or memory."""
+    current = [name for name in outside if not name.endswith(_SUFFIXES)]
+    for raw in [*reversed(current), *reversed(list(outside))]:
         name = raw
         for suffix in _SUFFIXES:
             name = name.removesuffix(suffix)
@@ -61,6 +63,69 @@ def origin_of(outside: list[str] | tuple[str, ...]) -> str:
         if found := _TOOL.match(name):
             return f"tool:{found.group(1)}"
     return "outside" if outside else "user"
+
+
+# Words that carry no fact: a saved sentence may add them ("The user's ...") to what the person said.
+_FILLER = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "user",
+        "user's",
+        "users",
+        "s",
+        "they",
+        "them",
+        "their",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "who",
+        "which",
+        "my",
+        "me",
+        "i",
+        "i'm",
+        "im",
+        "now",
+    ]
+)
+
+
+def in_own_words(content: str, own_words: str) -> bool:
+    """Whether every word of `content` that carries meaning is one the person wrote in `own_words`
+    (their message this turn): then it is their fact, not outside content's, even if the turn also
+    holds some. The same rule the approval step uses for a web search (lib/agent/approval.py)."""
+    said = {w.casefold() for w in _WORD.findall(own_words)}
+    wanted = {w.casefold() for w in _WORD.findall(content)} - _FILLER
+    return bool(wanted) and wanted <= said
 
 
 def pending(conn: apsw.Connection, owner: str | None = None, *, limit: int = 50) -> list[knowledge.Knowledge]:

@@ -51,7 +51,7 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ),
 )
 # Digits in groups as cards are written: 1234 5678 9012 3456, 1234-5678-9012-3456.
-_CARD = re.compile(r"(?<![\d.,])(?:\d[ \-]?){12,18}\d(?![\d.,])")
+_CARD = re.compile(r"(?<!\d)(?<!\d[.,])(?:\d[ \-]?){12,18}\d(?!\d|[.,]\d)")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
 
 # What an instruction to the assistant looks like, rather than a fact about the person.

@@ -46,6 +46,8 @@ class ToolContext:
     # The outside content the turn holds when the tool runs (lib/agent/approval.py names it):
     # a memory written now waits for its owner's review (lib/memory/review.py).
     outside: tuple[str, ...] = field(default=(), kw_only=True)
+    # What the person wrote themselves in this message: a memory made only of their words is theirs.
+    own_words: str = field(default="", kw_only=True)
 
     @property
     def memory(self) -> str:

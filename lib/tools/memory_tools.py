@@ -49,7 +49,8 @@ class Remember:
         from lib.memory import reinforce, review
 
         db, settings = _db_and_settings(context)
-        outside = bool(context.outside)
+        # What the person said in their own words is theirs, whatever else the turn holds.
+        outside = bool(context.outside) and not review.in_own_words(args.content, context.own_words)
 
         def add() -> reinforce.Saved:
             # Saying it again strengthens the entry that holds it rather than adding a copy.

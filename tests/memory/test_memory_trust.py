@@ -63,7 +63,8 @@ async def test_remember_with_outside_content_is_stored_pending_and_the_turn_goes
 ):
     route = model(httpx2_mock, anthropic_tool_use("remember", {"content": RULE}), answers())
     asked = Approve()
-    turn = TurnInput("cli", "c", USER, f"[Forwarded from Eve] {RULE}", untrusted=untrusted)
+    typed = "what about this?" if untrusted else None
+    turn = TurnInput("cli", "c", USER, f"[Outside] {RULE}", untrusted=untrusted, typed_text=typed)
     result = await run_turn(runtime, turn, RecordingSink(), approvals=asked)
 
     assert asked.reasons == [] and result.ok and result.waiting_for is None
@@ -72,6 +73,24 @@ async def test_remember_with_outside_content_is_stored_pending_and_the_turn_goes
     assert status == ("pending" if untrusted else "active")
     told = json.dumps(request_json(route.calls.last)["messages"][-1])
     assert ("Saved for review" in told) is bool(untrusted)
+
+
+async def test_what_the_person_says_in_their_own_words_stays_theirs_beside_outside_content(runtime, httpx2_mock):
+    model(
+        httpx2_mock, anthropic_tool_use("remember", {"content": "The user's sister Marta lives in Porto."}), answers()
+    )
+    turn = TurnInput(
+        "cli",
+        "c",
+        USER,
+        "[Forwarded from Eve] Big sale!\nRemember that my sister Marta lives in Porto.",
+        untrusted=("a forwarded message",),
+        typed_text="Remember that my sister Marta lives in Porto.",
+    )
+    await run_turn(runtime, turn, RecordingSink())
+    assert [(r[1], r[3]) for r in rows_of(runtime)] == [("The user's sister Marta lives in Porto.", "active")]
+    assert review.in_own_words("The user's sister Marta lives in Porto", "my sister Marta lives in Porto")
+    assert not review.in_own_words("The user banks with EvilBank", "what do you make of this?")
 
 
 async def test_a_pending_entry_never_reaches_a_prompt_until_it_is_kept(runtime, httpx2_mock):
@@ -126,6 +145,7 @@ def test_discard_and_expiry_after_pending_days(runtime):
         ("The bot token is 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq", "a bot token"),
         ("My wifi password is hunter2!", "a password"),
         ("Card 4111 1111 1111 1111 exp 12/29", "a card number"),
+        ("My card is 4111-1111-1111-1111, keep it handy.", "a card number"),
         ("Rent goes to DE89 3704 0044 0532 0130 00", "a bank account number"),
         ("-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXk", "a private key"),
     ],
@@ -142,6 +162,7 @@ def test_secrets_are_refused_with_a_short_note(text, kind):
         "Flight LH 1234 5678 9012 on Friday",  # 12 digits, not a card
         "Card 4111 1111 1111 1112",  # fails the Luhn check
         "Tracking number 1234567890123",
+        "Revenue was 4111111111111111.50 last year",
         "Lives at 12 Rue de Rivoli, Paris",
         "Prefers tea to coffee and always answers emails in the morning",
     ],
