@@ -1,4 +1,5 @@
-"""`/admin/ui/memories/{id}/forget|edit|keep|discard`: the web view's writes (session and CSRF token required)."""
+"""`/admin/ui/memories/{id}/forget|edit|keep|discard`, `/admin/ui/audit/{id}/undo`: the web view's writes
+(session and CSRF token required)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,18 @@ def ui_keep(request: Request, memory_id: FromPath[int], data: Form) -> Response:
 def ui_discard(request: Request, memory_id: FromPath[int], data: Form) -> Response:
     """Discard an entry that waits for review: kept as a row, never used."""
     return _review(request, memory_id, data, keep=False)
+
+
+@post("/admin/ui/audit/{audit_id:int}/undo", sync_to_thread=True, include_in_schema=False, status_code=303)
+def ui_undo(request: Request, audit_id: FromPath[int], data: Form) -> Response:
+    """Take back one audited change (lib/memory/undo.py); a change that cannot be undone says why."""
+    session = checked(request, data)
+    if isinstance(session, Response):
+        return session
+    from lib.memory import undo
+
+    runtime = get_runtime(request.app)
+    done = undo.undo(runtime.db.conn(), runtime.settings, audit_id, actor=ACTOR)
+    if not done.ok:
+        return refuse(409, done.message[0].upper() + done.message[1:] + ".")
+    return redirect("/admin/ui/audit?done=undone")

@@ -27,6 +27,10 @@ from lib.config import Settings
 from lib.db import immediate, one
 from lib.memory import audit, correct, knowledge
 
+# The changes undo takes back (the web view's audit page offers Undo for these).
+UNDOABLE = frozenset(
+    {"memory_add", "memory_supersede", "memory_keep", "memory_discard", "memory_reinforce", "memory_retire"}
+)
 GONE_FOR_GOOD = frozenset({"forget_memory", "forget_user", "memory_expire", "memory_evict", "memory_replace"})
 ROW_SQL = "SELECT id, actor, action, target, detail FROM audit_log WHERE id = ?"
 DONE_SQL = """
