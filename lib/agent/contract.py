@@ -42,6 +42,8 @@ class TurnInput:
     # forwarded message, a document); None: all of `text`. A web request whose address or query
     # is in here is the person's own (lib/agent/approval.py).
     typed_text: str | None = None
+    # A scheduled task's prompt (lib/telegram/scheduled.py): what it saves has origin "schedule".
+    scheduled: bool = False
 
 
 class OutputSink(Protocol):

@@ -232,6 +232,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int) -> ToolCont
         db=runtime.db,
         http=runtime.http,
         signals=runtime.signals,
+        origin="schedule" if turn.scheduled else "user",
     )
 
 

@@ -48,6 +48,9 @@ class ToolContext:
     outside: tuple[str, ...] = field(default=(), kw_only=True)
     # What the person wrote themselves in this message: a memory made only of their words is theirs.
     own_words: str = field(default="", kw_only=True)
+    # Where a memory saved without outside content comes from: the person ("user"), or a
+    # scheduled task's prompt ("schedule").
+    origin: str = field(default="user", kw_only=True)
 
     @property
     def memory(self) -> str:

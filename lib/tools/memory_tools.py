@@ -63,7 +63,7 @@ class Remember:
                 source="tool",
                 actor="tool:remember",
                 because={"asked_by": context.user_id, "session_id": context.session_id},
-                origin=review.origin_of(context.outside) if outside else "user",
+                origin=review.origin_of(context.outside) if outside else context.origin,
                 status="pending" if outside else "active",
             )
 

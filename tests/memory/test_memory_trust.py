@@ -93,6 +93,20 @@ async def test_what_the_person_says_in_their_own_words_stays_theirs_beside_outsi
     assert not review.in_own_words("The user banks with EvilBank", "what do you make of this?")
 
 
+async def test_a_scheduled_tasks_save_and_an_mcp_agents_save_name_their_origin(runtime, httpx2_mock):
+    from lib.mcp.memory_access import MemoryAccess
+    from lib.mcp.tokens import Principal
+
+    model(httpx2_mock, anthropic_tool_use("remember", {"content": "Water the ferns on Fridays"}), answers())
+    await run_turn(runtime, TurnInput("cli", "c", USER, "Daily check-in", scheduled=True), RecordingSink())
+    access = MemoryAccess(runtime.settings, Principal(user_id=USER, name="laptop"))
+    access.remember(runtime.db.conn(), "Prefers window seats", None)
+    assert [(r[1], r[2], r[3]) for r in rows_of(runtime)] == [
+        ("Water the ferns on Fridays", "schedule", "active"),
+        ("Prefers window seats", "mcp:laptop", "active"),
+    ]
+
+
 async def test_a_pending_entry_never_reaches_a_prompt_until_it_is_kept(runtime, httpx2_mock):
     conn, settings = runtime.db.conn(), runtime.settings
     pending_id = knowledge.add(
