@@ -204,10 +204,11 @@ def memory_reindex() -> None:
 
 
 def _review_commands() -> None:
-    from lib.commands.memory_review import memory_pending, memory_undo
+    from lib.commands.memory_review import memory_pending, memory_review, memory_undo
 
     memory.add_command(memory_pending)
     memory.add_command(memory_undo)
+    memory.add_command(memory_review)
 
 
 _review_commands()

@@ -53,3 +53,44 @@ def memory_undo(audit_id: int) -> None:
     if not done.ok:
         raise click.ClickException(done.message)
     click.echo(done.message)
+
+
+@click.command("review")
+@click.option("--user", "user_id", default=None, help="Only this owner's proposals (a user id or chat:ID).")
+@click.option("--apply", "apply_id", type=int, default=None, help="Apply this proposal.")
+@click.option("--skip", "skip_id", type=int, default=None, help="Skip this proposal (it is not proposed again).")
+@click.option("--apply-all", is_flag=True, help="Apply every open proposal.")
+@click.option("--scan", is_flag=True, help="Look for duplicates now instead of waiting for the daily pass.")
+def memory_review(user_id: str | None, apply_id: int | None, skip_id: int | None, apply_all: bool, scan: bool) -> None:
+    """Consolidation's proposals: duplicate facts to merge (the one kept supersedes the other).
+    Under [memory] consolidate = "propose" nothing changes until a proposal is applied here."""
+    from lib.memory import consolidate, knowledge
+
+    settings = settings_or_exit()
+    conn = open_db(settings)
+    if scan:
+        counts = consolidate.propose(conn, settings)
+        click.echo(f"proposed: {counts['proposed']}, applied: {counts['applied']}")
+    chosen = [p["id"] for p in consolidate.open_proposals(conn, user_id)] if apply_all else []
+    chosen += [apply_id] if apply_id is not None else []
+    for proposal_id in chosen:
+        why_not = consolidate.apply(conn, settings, proposal_id, actor="cli")
+        if why_not is not None:
+            raise click.ClickException(why_not)
+        click.echo(f"applied proposal #{proposal_id}")
+    if skip_id is not None:
+        if not consolidate.skip(conn, skip_id):
+            raise click.ClickException(f"proposal #{skip_id} is not open")
+        click.echo(f"skipped proposal #{skip_id}")
+    if chosen or skip_id is not None:
+        return
+    proposals = consolidate.open_proposals(conn, user_id)
+    for proposal in proposals:
+        keep, drop = knowledge.get(conn, proposal["keep_id"]), knowledge.get(conn, proposal["drop_id"])
+        click.echo(
+            f"#{proposal['id']} merge (similarity {proposal['similarity']:.2f}) {proposal['owner_user_id'] or 'global'}"
+        )
+        click.echo(f"    keep #{keep.id}: {keep.content}")
+        click.echo(f"    drop #{drop.id}: {drop.content}")
+    if not proposals:
+        click.echo("no proposals wait for review")

@@ -136,6 +136,10 @@ class MemoryConfig(_Section):
     # Days a memory written while a turn held outside content waits for its owner to keep it
     # (/memory pending, `ash memory pending`) before gc discards it unreviewed.
     pending_days: Count = 14
+    # Consolidation (lib/memory/consolidate.py), once a day in the memory service: duplicate facts
+    # (the same words, or nearly) are proposed for merging. "propose": nothing changes until
+    # reviewed (`ash memory review`); "auto": merged at once (audited, undoable); "off".
+    consolidate: Literal["off", "propose", "auto"] = "propose"
 
 
 class EmbeddingsConfig(_Section):

@@ -263,7 +263,7 @@ async def test_extraction_from_a_turn_with_outside_content_is_pending_and_joins_
 def test_migration_gives_existing_rows_the_best_origin_the_data_allows(tmp_path):
     path = tmp_path / "old.db"
     conn = connect(path)
-    before = [s for s in migrate.STEPS if s.name != "m016_memory_trust"]
+    before = migrate.STEPS[: [s.name for s in migrate.STEPS].index("m016_memory_trust")]
     migrate.migrate(conn, path, steps=before)
     insert = (
         "INSERT INTO memories (id, content, source, owner_user_id, created_at, metadata) "
