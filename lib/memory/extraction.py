@@ -134,6 +134,11 @@ def _own_part(message: dict) -> dict:
     return {**message, "content": typed, "outside": outside}
 
 
+def extracted_through(conn: apsw.Connection, user_id: str) -> int:
+    """The id of the newest message of `user_id` extraction has read (0: none yet)."""
+    return _cursor(conn, user_id)
+
+
 def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
     with immediate(conn):
         conn.execute(SET_CURSOR_SQL, (EXTRACTION_CURSOR_KEY.format(user_id=user_id), str(through)))
