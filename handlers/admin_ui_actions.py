@@ -53,9 +53,12 @@ def ui_edit(request: Request, memory_id: FromPath[int], data: Form) -> Response:
         return refuse(400, "A memory needs some text (at most 20,000 characters).")
     if " ".join(text.split()) == " ".join(entry.content.split()):
         return _back(entry, "")
-    new_id = correct.correct_entry(
-        conn, runtime.settings, memory_id, text, actor=ACTOR, asked_by=entry.owner_user_id or ""
-    )
+    try:
+        new_id = correct.correct_entry(
+            conn, runtime.settings, memory_id, text, actor=ACTOR, asked_by=entry.owner_user_id or ""
+        )
+    except ValueError as refused:  # screening refused it (a secret: lib/memory/screen.py)
+        return refuse(400, str(refused))
     if new_id is None:
         return refuse(409, f"Memory #{memory_id} was replaced already; edit its newest version.")
     return _back(entry, "edited")
