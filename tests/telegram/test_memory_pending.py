@@ -118,3 +118,27 @@ async def test_in_a_group_only_the_owner_reviews_and_is_answered_privately(setup
         assert refused.notice == "This memory is not yours to review."
         assert knowledge.get(conn, ids["picnic"]).status == "pending"
         runtime.db.close()
+
+
+def test_duplicate_facts_are_offered_for_merging_under_memory_pending(ash_home, db_path, settings):
+    from lib.memory import consolidate
+
+    conn = connect(settings.database_path)
+    owner = "1001"
+    keep = knowledge.add(conn, settings, "Likes green tea in the morning", owner_user_id=owner, source="cli")
+    again = knowledge.add(conn, settings, "likes green tea in the morning!", owner_user_id=owner, source="cli")
+    assert consolidate.propose(conn, settings)["proposed"] == 1
+    me = Asker("telegram", owner, owner)
+    shown = run_command(Ask(conn, settings, me, "pending"), "memory")
+    assert "the same fact said twice" in shown.text
+    labels = {b.label: b.data for b in shown.choices}
+    assert set(labels) == {"Merge M1", "Keep both M1"}
+    # Someone else cannot merge it; its owner can, once.
+    assert run_press(conn, settings, Asker("telegram", "2002", "2002"), labels["Merge M1"]).notice == (
+        "That one was decided already."
+    )
+    assert knowledge.get(conn, again).active
+    merged = run_press(conn, settings, me, labels["Merge M1"])
+    assert merged.notice == "Merged." and merged.reply.text == "Nothing waits for your review."
+    assert knowledge.get(conn, again).superseded_by == keep
+    assert run_press(conn, settings, me, labels["Merge M1"]).notice == "That one was decided already."
