@@ -9,7 +9,9 @@ from lib.commands.common import open_db, settings_or_exit
 
 
 @click.command("pending")
-@click.option("--user", "user_id", default=None, help="Only this owner's entries (a user id or chat:ID).")
+@click.option(
+    "--owner", "user_id", default=None, help="Only this memory owner's entries: a user id, or chat:ID for a group."
+)
 @click.option("--keep", "keep_id", type=int, default=None, help="Keep this pending entry: it becomes active.")
 @click.option("--discard", "discard_id", type=int, default=None, help="Discard this pending entry.")
 def memory_pending(user_id: str | None, keep_id: int | None, discard_id: int | None) -> None:
@@ -56,7 +58,9 @@ def memory_undo(audit_id: int) -> None:
 
 
 @click.command("review")
-@click.option("--user", "user_id", default=None, help="Only this owner's proposals (a user id or chat:ID).")
+@click.option(
+    "--owner", "user_id", default=None, help="Only this memory owner's proposals: a user id, or chat:ID for a group."
+)
 @click.option("--apply", "apply_id", type=int, default=None, help="Apply this proposal.")
 @click.option("--skip", "skip_id", type=int, default=None, help="Skip this proposal (it is not proposed again).")
 @click.option("--apply-all", is_flag=True, help="Apply every open proposal.")
