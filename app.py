@@ -13,7 +13,7 @@ from handlers.admin_schedules import cancel_schedule, list_schedules
 from handlers.admin_sessions import list_sessions, session_messages
 from handlers.admin_stats import admin_stats
 from handlers.admin_tick import admin_tick
-from handlers.admin_ui_actions import ui_edit, ui_forget
+from handlers.admin_ui_actions import ui_discard, ui_edit, ui_forget, ui_keep, ui_undo
 from handlers.admin_ui_pages import ui_audit, ui_people, ui_person, ui_session, ui_usage
 from handlers.admin_ui_signin import signin, signin_page, signout
 from handlers.admin_ui_static import ui_static
@@ -64,6 +64,9 @@ with without_pydantic_plugin():
             ui_usage,
             ui_forget,
             ui_edit,
+            ui_keep,
+            ui_discard,
+            ui_undo,
             ui_static,
         ],
         lifespan=[lifespan],

@@ -75,10 +75,35 @@ CREATE TABLE memories (
     reinforced_count INTEGER NOT NULL DEFAULT 0,
     last_reinforced_at TEXT,
     retired_at TEXT,
+    -- Where it came from (m016: "user", "inference", "document:NAME", "web", "forward",
+    -- "member:NAME", "tool:NAME", "mcp:NAME", "schedule", "admin", "cli") and whether it is in
+    -- use: pending entries (written while a turn held outside content) wait for their owner and
+    -- never reach a prompt; discarded ones were refused or expired unreviewed.
+    origin TEXT NOT NULL DEFAULT 'user',
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'pending', 'discarded')),
+    reviewed_at TEXT,
     CHECK (owner_user_id IS NOT NULL OR is_global = 1)
 );
 CREATE INDEX memories_owner ON memories (owner_user_id, created_at);
 CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX memories_status ON memories (status, created_at) WHERE status != 'active';
+
+-- Consolidation's proposals (m017, lib/memory/consolidate.py): merge `drop_id` into `keep_id`,
+-- waiting for review under [memory] consolidate = "propose". Ids only, never text.
+CREATE TABLE memory_proposals (
+    id INTEGER PRIMARY KEY,
+    owner_user_id TEXT,
+    kind TEXT NOT NULL CHECK (kind IN ('merge')),
+    keep_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    drop_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    similarity REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'applied', 'skipped')),
+    created_at TEXT NOT NULL,
+    decided_at TEXT,
+    UNIQUE (keep_id, drop_id)
+);
+CREATE INDEX memory_proposals_open ON memory_proposals (status, owner_user_id);
+CREATE INDEX memory_proposals_drop ON memory_proposals (drop_id);
 
 -- What retrieval ranks: chunks of messages and memories (long texts are split).
 -- Rebuildable from messages and memories at any time.

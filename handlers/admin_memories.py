@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Request, delete, get, post
@@ -56,9 +56,17 @@ def list_memories(
     user_id: Annotated[str | None, Parameter(description="Only this user's entries (and global ones with q).")] = None,
     q: Annotated[str | None, Parameter(description="Search text (hybrid search); needs user_id or an owner.")] = None,
     limit: Annotated[int, Parameter(ge=1, le=500, description="Most entries returned.")] = 50,
-    include_inactive: Annotated[bool, Parameter(description="Also superseded and expired entries.")] = False,
+    include_inactive: Annotated[
+        bool, Parameter(description="Also superseded and expired entries, and every status.")
+    ] = False,
+    status: Annotated[
+        Literal["active", "pending", "discarded"] | None,
+        Parameter(
+            description="Only entries with this status: pending ones wait for review (written with outside content)."
+        ),
+    ] = None,
 ) -> MemoryList:
-    """List entries newest first, or search what a user may see with `q`."""
+    """List entries newest first (each with its `status` and `origin`), or search what a user may see with `q`."""
     runtime = get_runtime(request.app)
     conn, settings = runtime.db.conn(), runtime.settings
     if q is not None and q.strip():
@@ -70,7 +78,9 @@ def list_memories(
         results = search_knowledge(conn, settings, user_id=asker, query=q, limit=limit)
         items = [e.found(r.score) for r in results if (e := knowledge.get(conn, r.id)) is not None]
     else:
-        entries = knowledge.list_entries(conn, owner_user_id=user_id, include_inactive=include_inactive, limit=limit)
+        entries = knowledge.list_entries(
+            conn, owner_user_id=user_id, include_inactive=include_inactive, limit=limit, status=status
+        )
         items = entries
     return MemoryList(items=items, count=len(items))
 

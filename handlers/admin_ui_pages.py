@@ -15,7 +15,13 @@ from lib.web.ui.sessions import UiSession
 def _page(request: Request, signed: UiSession, template: str, **context) -> Response:
     from lib.web.ui.render import render
 
-    notice = {"forgot": "Forgotten.", "edited": "Saved as a new version; the old one is kept, replaced."}
+    notice = {
+        "forgot": "Forgotten.",
+        "edited": "Saved as a new version; the old one is kept, replaced.",
+        "kept": "Kept: it is used from now on.",
+        "discarded": "Discarded: it will not be used.",
+        "undone": "Undone: the memory is as it was before that change.",
+    }
     html = render(
         template, signed_in=True, csrf=signed.csrf, notice=notice.get(request.query_params.get("done", "")), **context
     )
@@ -78,7 +84,9 @@ def ui_audit(
     from lib.web.ui import pages
 
     entries = pages.audit_trail(get_runtime(request.app).db.conn(), memory_id=memory_id, actor=actor)
-    return _page(request, session, "audit.html", entries=entries, memory_id=memory_id, actor=actor)
+    from lib.memory.undo import UNDOABLE
+
+    return _page(request, session, "audit.html", entries=entries, memory_id=memory_id, actor=actor, undoable=UNDOABLE)
 
 
 @get("/admin/ui/usage", sync_to_thread=True, include_in_schema=False)

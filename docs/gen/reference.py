@@ -320,7 +320,11 @@ class Operation:
 def _schema_type(schema: dict) -> str:
     if "oneOf" in schema:
         return " or ".join(_schema_type(s) for s in schema["oneOf"] if s.get("type") != "null")
-    words = schema.get("type", "object")
+    kind = schema.get("type", "object")
+    # A type list such as ["string", "null"] (an optional enum): the null is the parameter left out.
+    words = " or ".join(k for k in kind if k != "null") if isinstance(kind, list) else kind
+    if "enum" in schema:
+        words += ": " + ", ".join(f"`{value}`" for value in schema["enum"] if value is not None)
     bounds = [f"{word} {schema[k]:g}" for k, word in (("minimum", "≥"), ("maximum", "≤")) if k in schema]
     return ", ".join([words, *bounds])
 

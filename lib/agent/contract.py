@@ -44,6 +44,8 @@ class TurnInput:
     typed_text: str | None = None
     # False: the model is offered no tools (a follow-up's check-in writes one message, nothing else).
     tools: bool = True
+    # A scheduled task's prompt (lib/telegram/scheduled.py): what it saves has origin "schedule".
+    scheduled: bool = False
 
 
 class OutputSink(Protocol):

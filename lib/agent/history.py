@@ -146,6 +146,34 @@ def _mark_summary_outside(conn: apsw.Connection, session_id: int, outside: list[
     conn.execute(SET_SESSION_METADATA_SQL, (json.dumps(metadata), session_id))
 
 
+async def _extracted(runtime: Runtime, through: int, user_id: str | None) -> bool:
+    """Facts are never lost to a summary: before a person's own messages are folded, extraction
+    reads them (whether or not the model saved anything during the turn). False when it failed:
+    compaction waits for a later turn, and the messages stay in the prompt meanwhile."""
+    from lib.agent.models import complete_text
+    from lib.memory import extraction
+
+    memory = runtime.settings.config.memory
+    found = await asyncio.to_thread(
+        lambda: one(runtime.db.conn(), "SELECT owner_user_id FROM messages WHERE id = ?", (through,))
+    )
+    if user_id is None or not memory.extraction_enabled or found is None or found["owner_user_id"] != user_id:
+        return True  # a group's transcript: extraction reads only people's own chats
+    if await asyncio.to_thread(lambda: extraction.extracted_through(runtime.db.conn(), user_id)) >= through:
+        return True
+
+    async def complete(*, system: str, prompt: str, user_id: str) -> str:
+        return await complete_text(
+            runtime, system=system, prompt=prompt, model=memory.extraction_model, user_id=user_id, purpose="extraction"
+        )
+
+    report = await extraction.extract_for_user(runtime.db, runtime.settings, user_id, through, complete)
+    if report.error is not None:
+        log.warning("compaction of user %s's messages waits: extraction failed (%s)", user_id, report.error)
+        return False
+    return True
+
+
 async def maybe_compact(runtime: Runtime, session_id: int, user_id: str | None = None) -> bool:
     """Summarize the session's older messages when its history outgrew the budget; True if it did."""
     from lib.agent.models import complete_text
@@ -157,6 +185,8 @@ async def maybe_compact(runtime: Runtime, session_id: int, user_id: str | None =
     if plan is None:
         return False
     previous, older = plan
+    if not await _extracted(runtime, older[-1]["id"], user_id):
+        return False
     summary = await complete_text(
         runtime,
         system=SUMMARY_SYSTEM,

@@ -10,6 +10,7 @@ terminal), else the turn is parked (lib/agent/pending.py) and ends with Run / De
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import json
 import logging
@@ -210,6 +211,9 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
             continue
         if loop.tool_watcher is not None:
             await loop.tool_watcher.tool_started(use.name, use.input)
+        # What the turn holds from outside so far: a memory the call writes waits for review.
+        typed = state.turn.text if state.turn.typed_text is None else state.turn.typed_text
+        loop.context = dataclasses.replace(loop.context, outside=tuple(state.outside), own_words=typed)
         block, outcome = await _run_tool(loop, use)
         state.results.append(block)
         if loop.tool_watcher is not None:

@@ -23,7 +23,7 @@ from lib.memory import api as memory_api
 from lib.memory import provenance, store
 from lib.memory.scope import is_group, memory_owner
 from lib.memory.service import MemoryService
-from lib.memory.store import ORIGIN_OUTSIDE, ORIGIN_TYPED, Session, StoredMessage
+from lib.memory.store import HELD_OUTSIDE, ORIGIN_OUTSIDE, ORIGIN_TYPED, Session, StoredMessage
 from lib.memory.types import SearchResult
 from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext
@@ -177,6 +177,14 @@ def origin_metadata(turn: TurnInput) -> dict | None:
     return {ORIGIN_OUTSIDE: list(dict.fromkeys(turn.untrusted)), ORIGIN_TYPED: typed}
 
 
+def _held(origin: dict | None, outside: list[str]) -> dict | None:
+    """The message's origin plus the outside content its whole turn held (a page it fetched):
+    fact extraction stores what it learns from such a turn pending review (lib/memory/review.py)."""
+    if not outside:
+        return origin
+    return {**(origin or {}), HELD_OUTSIDE: list(dict.fromkeys(outside))}
+
+
 def _outside_content(turn: TurnInput, prepared: _Prepared) -> list[str]:
     """The outside content a new turn starts with (lib/agent/approval.py): what came with the
     message, what came with earlier messages of the conversation (and its summary), other
@@ -224,6 +232,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int) -> ToolCont
         db=runtime.db,
         http=runtime.http,
         signals=runtime.signals,
+        origin="schedule" if turn.scheduled else "user",
     )
 
 
@@ -344,7 +353,7 @@ async def store_exchange(
                 embed=housekeeper is None,
                 owner=memory_owner_of(turn),
                 speaker=speaker_name(turn) if is_group(turn.chat_type) else None,
-                origin=origin_metadata(turn),
+                origin=_held(origin_metadata(turn), state.outside),
             )
         )
     except Exception:

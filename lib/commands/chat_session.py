@@ -90,7 +90,7 @@ class ChatSession:
         conn, settings = self.runtime.db.conn, self.settings
         if parsed is None or parsed[0] not in BY_NAME:
             corrected = await asyncio.to_thread(lambda: correction_reply(conn(), settings, self.asker, text))
-            return Reply(corrected) if corrected is not None else None
+            return corrected
         name, args = parsed
         # Between prompts no answer is being written (Ctrl-C is what stops one): /stop has nothing to stop.
         reply = await asyncio.to_thread(lambda: run_command(Ask(conn(), settings, self.asker, args), name))

@@ -1,4 +1,5 @@
-"""`ash memory list|search|add|remove|stats|gc|restore|reindex`: knowledge entries and the search index."""
+"""`ash memory list|search|add|remove|stats|gc|restore|reindex|history|pending|undo`: knowledge entries
+and the search index."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ def _line(entry, score: float | None = None) -> str:
         flags.append(f"superseded by #{entry.superseded_by}")
     if entry.expires_at:
         flags.append(f"until {entry.expires_at[:16].replace('T', ' ')}")
+    if entry.status != "active":
+        flags.append(entry.status)
+    if entry.origin != "user":
+        flags.append(f"from {entry.origin}")
     extra = f" [{', '.join(flags)}]" if flags else ""
     lead = f"{score:.3f} " if score is not None else ""
     return f"{lead}#{entry.id} {entry.created_at[:10]} {entry.source} c={entry.confidence:.2f}{extra}  {entry.content}"
@@ -122,7 +127,7 @@ def memory_stats(user_id: str | None) -> None:
     conn = open_db(settings)
     counts = knowledge.stats(conn, user_id)
     click.echo(f"entries{' of user ' + user_id if user_id else ''}: {counts['total']}")
-    for key in ("active", "superseded", "expired", "retired", "global"):
+    for key in ("active", "pending", "discarded", "superseded", "expired", "retired", "global"):
         click.echo(f"  {key}: {counts[key]}")
     for source, n in counts["by_source"].items():
         click.echo(f"  from {source}: {n}")
@@ -144,7 +149,7 @@ def memory_gc() -> None:
     counts = gc.collect(conn, settings, actor="cli")
     click.echo(
         f"expired: {counts['expired']}, evicted: {counts['evicted']}, orphaned index rows: {counts['orphans']}, "
-        f"retired: {counts['retired']}"
+        f"retired: {counts['retired']}, unreviewed (discarded): {counts['unreviewed']}"
     )
 
 
@@ -176,7 +181,9 @@ def memory_history(memory_id: int) -> None:
         raise click.ClickException(f"no recorded change to memory #{memory_id}")
     for entry in found:
         detail = {k: v for k, v in entry.detail.items() if k != "memory_ids" and v is not None}
-        click.echo(f"{entry.created_at}  {entry.action:<17} {entry.actor:<24} {json.dumps(detail, sort_keys=True)}")
+        said = json.dumps(detail, sort_keys=True)
+        # The audit id is what `ash memory undo` takes.
+        click.echo(f"{entry.created_at}  {entry.action:<17} {entry.actor:<24} {said}  [audit #{entry.id}]")
 
 
 @memory.command("reindex")
@@ -194,3 +201,14 @@ def memory_reindex() -> None:
 
         total = reindex_all(conn, settings, progress=progress)
     click.echo(f"indexed {total} messages and entries")
+
+
+def _review_commands() -> None:
+    from lib.commands.memory_review import memory_pending, memory_review, memory_undo
+
+    memory.add_command(memory_pending)
+    memory.add_command(memory_undo)
+    memory.add_command(memory_review)
+
+
+_review_commands()

@@ -204,6 +204,21 @@ class MemoryConfig(Table):
     retire_below: Annotated[
         Fraction, about("`ash memory gc` retires an extracted fact whose confidence fell below this (kept, audited).")
     ] = 0.1
+    pending_days: Annotated[
+        Count,
+        about(
+            "Days a memory written while a turn held outside content waits for its owner to keep it "
+            "(/memory pending, `ash memory pending`) before it is discarded unreviewed."
+        ),
+    ] = 14
+    consolidate: Annotated[
+        Literal["off", "propose", "auto"],
+        about(
+            'Once a day, duplicate facts (the same words, or nearly) are found: "propose" changes nothing '
+            'until reviewed (`ash memory review`, /memory pending); "auto" merges at once (audited, '
+            'undoable); "off".'
+        ),
+    ] = "propose"
 
 
 class EmbeddingsConfig(Table):

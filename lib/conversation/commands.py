@@ -106,9 +106,13 @@ def _new(ask: Ask) -> Reply:
 
 
 def _memory(ask: Ask) -> Reply:
+    from lib.conversation import pending
     from lib.memory.knowledge import describe_user
 
-    return Reply(describe_user(ask.conn, ask.settings, ask.asker.user_id))
+    if ask.args.strip().lower() == "pending":
+        return pending.pending_reply(ask.conn, ask.settings, ask.asker)
+    known = describe_user(ask.conn, ask.settings, ask.asker.user_id)
+    return Reply(known + pending.waiting_line(ask.conn, ask.settings, ask.asker.user_id))
 
 
 def _why(ask: Ask) -> Reply:
@@ -132,7 +136,7 @@ REGISTRY = (
         "stop the answer I am writing",
         lambda ask: Reply("Stopped." if ask.stop_running() else "Nothing to stop."),
     ),
-    Command("memory", "what I know about you", _memory, private=True),
+    Command("memory", "what I know about you (/memory pending: what waits for your review)", _memory, private=True),
     Command(
         "why", "what my last answer drew on (or reply /why to an answer), to forget or correct it", _why, private=True
     ),
@@ -189,6 +193,12 @@ def _forget_press(conn: apsw.Connection, settings: Settings, asker: Asker, data:
     return Press("Done.", Reply(f"Done: I forgot everything about you ({total} items deleted)."))
 
 
+def _pending_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    from lib.conversation import pending
+
+    return pending.press(conn, settings, asker, data)
+
+
 def _why_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
     from lib.conversation.why import press
 
@@ -202,6 +212,7 @@ PRESSES: tuple[tuple[str, Callable[[apsw.Connection, Settings, Asker, str], Pres
     (FORGET_YES, _forget_press),
     (FORGET_NO, _forget_press),
     ("why:", _why_press),
+    ("mem:", _pending_press),
 )
 
 

@@ -11,6 +11,7 @@ commands.py): the list names what Ash remembers.
 
 from __future__ import annotations
 
+import json
 import time
 
 import apsw
@@ -18,12 +19,13 @@ import apsw
 from lib.config import Settings
 from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.db import immediate, now_iso, one
-from lib.memory import correct, forget, knowledge, provenance
+from lib.memory import correct, forget, knowledge, provenance, review, screen
 from lib.memory.provenance import Answer, Source
 
 OPEN = "why:o:"
 FORGET = "why:f:"
 WRONG = "why:w:"
+UNDO = "why:u:"
 # A correction must come soon after Wrong: a message days later is a new question, not a fix.
 CORRECTION_SECONDS = 15 * 60
 SNIPPET = 160
@@ -37,6 +39,11 @@ GONE = "That is already gone."
 CORRECTED = "That was already corrected."
 ASK = "What is right instead of “{old}”? Send it as your next message here (within 15 minutes)."
 DONE_FORGET = "Forgotten."
+UNDONE = "Undone: I remember it as it was before your correction."
+PENDING_CORRECTION = (
+    "Your message holds someone else's words, so I saved it for review (#{id}) and changed nothing yet: "
+    "keep it with /memory pending."
+)
 
 
 def actor(asker: Asker) -> str:
@@ -113,6 +120,8 @@ def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) ->
     raw_id = data.rpartition(":")[2]
     if not raw_id.isdigit():
         return Press(GONE)
+    if data.startswith(UNDO):
+        return _undo_press(conn, settings, asker, int(raw_id))
     if data.startswith(OPEN):
         answer = provenance.get(conn, int(raw_id))
         if answer is None:
@@ -191,15 +200,29 @@ def _open_correction(conn: apsw.Connection, asker: Asker, *, item_id: int) -> No
         )
 
 
-def correction_reply(conn: apsw.Connection, settings: Settings, asker: Asker, text: str) -> str | None:
+def correction_reply(
+    conn: apsw.Connection, settings: Settings, asker: Asker, text: str, outside: tuple[str, ...] = ()
+) -> Reply | None:
     """After Wrong, the person's next message here is the right version: stored, and answered
-    with what changed; None when no correction was asked for (the message is an ordinary one)."""
+    with what changed; None when no correction was asked for (the message is an ordinary one).
+    A message holding outside content (a forward, someone else's quoted words) is stored pending
+    review and replaces nothing until the person keeps it (lib/memory/review.py)."""
     where = {"provider": asker.provider, "chat_id": asker.chat_id, "user_id": asker.user_id}
     found = one(conn, OPEN_CORRECTION_SQL, {**where, "now": time.time()})
-    return _apply_correction(conn, settings, found["id"], text, asker) if found else None
+    if not found:
+        return None
+    try:
+        said = _apply_correction(conn, settings, found["id"], text, asker, outside)
+    except screen.Refused as refused:
+        return Reply(str(refused))
+    # The correction can be taken back: the button names the supersession it made.
+    change = one(conn, LAST_CORRECTION_SQL, {"actor": actor(asker)}) if said.startswith("Thanks, corrected") else None
+    return Reply(said, ((Button("Undo", f"{UNDO}{change['id']}"),),) if change else ())
 
 
-def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: int, text: str, asker: Asker) -> str:
+def _apply_correction(
+    conn: apsw.Connection, settings: Settings, correction_id: int, text: str, asker: Asker, outside: tuple[str, ...]
+) -> str:
     """Store what the person says is right (the message after Wrong); returns the reply."""
     with immediate(conn):
         conn.execute("UPDATE memory_corrections SET status = 'done' WHERE id = ? AND status = 'open'", (correction_id,))
@@ -211,6 +234,8 @@ def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: 
             return GONE
         item, answer = found
         who = actor(asker)
+        if outside:
+            return _pending_correction(conn, settings, answer, item, text, who, outside)
         if item.kind == "knowledge":
             new_id = correct.correct_entry(conn, settings, item.ref_id, text, actor=who, asked_by=asker.user_id)
             if new_id is None:
@@ -225,6 +250,54 @@ def _apply_correction(conn: apsw.Connection, settings: Settings, correction_id: 
         else:
             correct.replace_note(conn, answer.user_id, line, " ".join(text.split()), who)
         return f"Thanks, corrected: my notes about you now say “{_snippet(text)}”."
+
+
+LAST_CORRECTION_SQL = """
+SELECT id FROM audit_log WHERE actor = :actor AND action IN ('memory_supersede', 'note_replace')
+ORDER BY id DESC LIMIT 1
+"""
+
+
+def _undo_press(conn: apsw.Connection, settings: Settings, asker: Asker, audit_id: int) -> Press:
+    """Undo pressed under a correction: only its maker, once; the old fact is current again."""
+    from lib.memory import undo
+
+    row = one(conn, "SELECT actor, action, detail FROM audit_log WHERE id = ?", (audit_id,))
+    if row is None or row["actor"] != actor(asker):
+        return Press(NOT_YOURS)
+    if row["action"] == "note_replace":
+        return Press("A changed note line cannot be undone here; send /why and correct it again.")
+    new_id = json.loads(row["detail"])["by"]
+    new = knowledge.get(conn, new_id)
+    done = undo.undo(conn, settings, audit_id, actor=actor(asker))
+    if not done.ok:
+        return Press(done.message[:190])
+    if new is not None:
+        added = undo.last_change(conn, new_id, "memory_add")
+        if added is not None:
+            undo.undo(conn, settings, added, actor=actor(asker))
+        old = knowledge.get(conn, json.loads(row["detail"])["superseded"])
+        if old is not None and old.owner_user_id is not None:
+            correct.replace_note(conn, old.owner_user_id, f"- {new.content}", old.content, actor(asker))
+    return Press("Undone.", Reply(UNDONE))
+
+
+def _pending_correction(
+    conn: apsw.Connection, settings: Settings, answer: Answer, item: Source, text: str, who: str, outside
+) -> str:
+    """A correction that came with outside content: kept for review, replacing nothing yet."""
+    new_id = knowledge.add(
+        conn,
+        settings,
+        " ".join(text.split()),
+        owner_user_id=answer.memory_owner,
+        source="correction",
+        actor=who,
+        because={"corrects": item.ref_id if item.kind == "knowledge" else None, "asked_by": answer.user_id},
+        origin=review.origin_of(outside),
+        status="pending",
+    )
+    return PENDING_CORRECTION.format(id=new_id)
 
 
 def sources_button(sources_id: int, count: int) -> Button:

@@ -97,6 +97,8 @@ class MemoryAccess:
             expires_at=expires_at,
             source="mcp",
             actor=self.principal.actor,
+            # The agent holding this token wrote it: its name is the origin (mcp:NAME).
+            origin=self.principal.actor,
         )
         return {"id": saved.id, "reinforced": saved.reinforced}
 

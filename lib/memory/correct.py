@@ -57,6 +57,17 @@ def forget_fact_notes(conn: apsw.Connection, user_id: str, content: str, actor: 
     return _rewrite_notes(conn, user_id, lambda kept: None if _same_fact(kept, content) else kept, actor, "note_forget")
 
 
+def restore_fact_note(conn: apsw.Connection, user_id: str, content: str, actor: str) -> bool:
+    """Add back the note line of a fact (an undone supersession, lib/memory/undo.py)."""
+    profile = store.get_profile(conn, user_id)
+    lines = profile.notes.splitlines() if profile else []
+    if any(_same_fact(line, content) for line in lines):
+        return False
+    store.set_notes(conn, user_id, "\n".join([*lines, f"- {content}"]).strip())
+    store.audit(conn, actor, "note_restore", user_id, lines_before=len(lines), lines_after=len(lines) + 1)
+    return True
+
+
 def replace_note(conn: apsw.Connection, user_id: str, old_line: str, text: str, actor: str) -> bool:
     """Replace a note line (or the lines saying `old_line`'s fact) by `text`."""
     return _rewrite_notes(

@@ -22,7 +22,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import audit, knowledge
+from lib.memory import audit, knowledge, screen
 from lib.memory.search import chunking, index
 
 SOURCE = "document"
@@ -117,7 +117,9 @@ def _section_row(conn: apsw.Connection, owner: str, name: str, text: str, metada
     """One section as a knowledge row: the file's name is its subject, its confidence whole."""
     return {
         "id": knowledge.next_id(conn),
-        "content": text,
+        # Invisible and direction-control characters go (lib/memory/screen.py); a document's
+        # sections are what the file said, marked untrusted, so they are stored as they are.
+        "content": screen.clean(text),
         "source": SOURCE,
         "owner": owner,
         "is_global": 0,
@@ -127,6 +129,8 @@ def _section_row(conn: apsw.Connection, owner: str, name: str, text: str, metada
         "expires_at": None,
         "source_message_id": None,
         "metadata": json.dumps(metadata),
+        "origin": f"document:{name}",
+        "status": "active",
     }
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ import apsw
 
 from lib.config import Settings
 from lib.db import Database, immediate, one, rows
-from lib.memory import knowledge, reinforce, store
+from lib.memory import knowledge, reinforce, review, screen, store
+from lib.memory.facts import Fact, parse_facts, parse_superseded
 from lib.memory.forget import EXTRACTION_CURSOR_KEY
 
 log = logging.getLogger("ash.memory.extraction")
@@ -71,16 +71,6 @@ Answer only JSON, no prose: {"supersedes": [12, 15]} or {"supersedes": []}."""
 
 
 @dataclass
-class Fact:
-    """A fact the model proposed."""
-
-    content: str
-    confidence: float
-    subject: str | None = None
-    message_id: int | None = None
-
-
-@dataclass
 class Report:
     """What one user's extraction did."""
 
@@ -107,67 +97,13 @@ def enqueue(
     return True
 
 
-def _json_object(text: str) -> dict | list | None:
-    """The first JSON object or array in a model answer (code fences and prose around it allowed)."""
-    text = re.sub(r"```(?:json)?", "", text or "")
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", text):
-        try:
-            value, _ = decoder.raw_decode(text[match.start() :])
-        except ValueError:
-            continue
-        return value
-    return None
-
-
-def parse_facts(text: str) -> list[Fact]:
-    """Facts from the model's answer; anything malformed is skipped, never raised."""
-    value = _json_object(text)
-    items = value.get("facts", []) if isinstance(value, dict) else value if isinstance(value, list) else []
-    facts = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        content = item.get("content")
-        try:
-            confidence = float(item.get("confidence", 0))
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(content, str) or not content.strip() or not 0 <= confidence <= 1:
-            continue
-        subject = item.get("subject")
-        message_id = item.get("message_id")
-        facts.append(
-            Fact(
-                content=content.strip(),
-                confidence=confidence,
-                subject=subject.strip() if isinstance(subject, str) and subject.strip() else None,
-                message_id=message_id if isinstance(message_id, int) else None,
-            )
-        )
-    return facts
-
-
-def parse_superseded(text: str, allowed: set[int]) -> list[int]:
-    """Ids from the check answer that were among the candidates offered."""
-    value = _json_object(text)
-    ids = value.get("supersedes", []) if isinstance(value, dict) else value if isinstance(value, list) else []
-    if not isinstance(ids, list):
-        return []
-    found = []
-    for item in ids:
-        candidate = int(item) if isinstance(item, int | str) and str(item).strip().lstrip("#").isdigit() else None
-        if candidate in allowed and candidate not in found:
-            found.append(candidate)
-    return found
-
-
 def _cursor(conn: apsw.Connection, user_id: str) -> int:
     found = one(conn, "SELECT value FROM meta WHERE key = ?", (EXTRACTION_CURSOR_KEY.format(user_id=user_id),))
     return int(found["value"]) if found else 0
 
 
-def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through: int) -> list[dict]:
+def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through: int) -> tuple[list[dict], list[str]]:
+    """The messages extraction reads, and the outside content any message of the batch held."""
     params = {
         "user": user_id,
         "after": _cursor(conn, user_id),
@@ -175,18 +111,32 @@ def _load_batch(conn: apsw.Connection, settings: Settings, user_id: str, through
         "min_length": settings.config.memory.extraction_min_message_length,
         "limit": MAX_MESSAGES_PER_RUN,
     }
-    return [own for message in reversed(rows(conn, NEW_MESSAGES_SQL, params)) if (own := _own_part(message))]
+    messages, outside = [], []
+    for message in reversed(rows(conn, NEW_MESSAGES_SQL, params)):
+        own = _own_part(message)
+        outside += own["outside"]
+        if own["content"]:
+            messages.append(own)
+    return messages, outside
 
 
-def _own_part(message: dict) -> dict | None:
+def _own_part(message: dict) -> dict:
     """The message as extraction reads it: of one that held someone else's words (a forward, a
-    quoted message, a document: store.ORIGIN_OUTSIDE), only what the person typed; None when they
-    typed nothing. A forwarded "the user's password is ..." is not a fact the user told Ash."""
+    quoted message, a document: store.ORIGIN_OUTSIDE), only what the person typed ("" when they
+    typed nothing). A forwarded "the user's password is ..." is not a fact the user told Ash.
+    `outside` names what the message's turn held from outside (its own parts, and tool output
+    such as a web page: store.HELD_OUTSIDE): facts from it wait for review (lib/memory/review.py)."""
     metadata = json.loads(message.pop("metadata") or "{}")
+    outside = [*(metadata.get(store.ORIGIN_OUTSIDE) or ()), *(metadata.get(store.HELD_OUTSIDE) or ())]
     if store.ORIGIN_OUTSIDE not in metadata:
-        return message
+        return {**message, "outside": outside}
     typed = str(metadata.get(store.ORIGIN_TYPED) or "").strip()
-    return {**message, "content": typed} if typed else None
+    return {**message, "content": typed, "outside": outside}
+
+
+def extracted_through(conn: apsw.Connection, user_id: str) -> int:
+    """The id of the newest message of `user_id` extraction has read (0: none yet)."""
+    return _cursor(conn, user_id)
 
 
 def _finish(conn: apsw.Connection, user_id: str, through: int) -> None:
@@ -242,6 +192,7 @@ async def _sift(
     messages: list[dict],
     known: list[knowledge.Knowledge],
     report: Report,
+    outside: list[str],
 ) -> list[Fact]:
     """The facts worth storing: confident enough, not stored already (a fact known in other words
     reinforces the stored one instead), each once, tied to a message of this batch."""
@@ -268,7 +219,12 @@ async def _sift(
             continue
         known_texts.add(fact.content.casefold())
         if fact.message_id not in message_ids:
-            fact.message_id = messages[-1]["id"]
+            # Not tied to a message it read: it may come from any of them, outside content too.
+            fact.message_id, fact.outside = messages[-1]["id"], list(outside)
+        else:
+            said = next(m for m in messages if m["id"] == fact.message_id)
+            # The person's own words make it their fact, whatever else their turn held.
+            fact.outside = [] if review.in_own_words(fact.content, said["content"]) else said["outside"]
         kept.append(fact)
     return kept
 
@@ -277,7 +233,11 @@ async def _store(
     db: Database, settings: Settings, user_id: str, fact: Fact, complete: Complete, report: Report
 ) -> None:
     """Store one fact, superseding the entries the model says it contradicts, and note it in the
-    person's profile notes."""
+    person's profile notes. A fact from a turn with outside content is stored pending instead:
+    it replaces nothing and joins no notes until its owner keeps it (lib/memory/review.py)."""
+    if fact.outside:
+        await asyncio.to_thread(lambda: _store_pending(db.conn(), settings, user_id, fact, report))
+        return
     candidates = await asyncio.to_thread(lambda: _candidates(db.conn(), settings, user_id, fact))
     replaced: list[int] = []
     if candidates:
@@ -308,9 +268,34 @@ async def _store(
             _update_notes(conn, user_id, [fact.content], removed)
         return new_id
 
-    new_id = await asyncio.to_thread(store_fact)
+    try:
+        new_id = await asyncio.to_thread(store_fact)
+    except screen.Refused:
+        report.dropped += 1  # a secret: never stored (lib/memory/screen.py)
+        return
     report.stored.append(new_id)
     report.superseded.update(dict.fromkeys(replaced, new_id))
+
+
+def _store_pending(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact, report: Report) -> None:
+    try:
+        new_id = knowledge.add(
+            conn,
+            settings,
+            fact.content,
+            owner_user_id=user_id,
+            subject=fact.subject,
+            confidence=fact.confidence,
+            source="extraction",
+            source_message_id=fact.message_id,
+            actor=EXTRACTION_ACTOR,
+            origin=review.origin_of(fact.outside),
+            status="pending",
+        )
+    except screen.Refused:
+        report.dropped += 1  # a secret, or an instruction from outside content
+        return
+    report.stored.append(new_id)
 
 
 async def extract_for_user(db: Database, settings: Settings, user_id: str, through: int, complete: Complete) -> Report:
@@ -318,11 +303,11 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
     report = Report(user_id=user_id)
     memory = settings.config.memory
 
-    def load() -> tuple[list[dict], list[knowledge.Knowledge]]:
+    def load() -> tuple[tuple[list[dict], list[str]], list[knowledge.Knowledge]]:
         conn = db.conn()
         return _load_batch(conn, settings, user_id, through), knowledge.active_facts(conn, user_id)
 
-    messages, known = await asyncio.to_thread(load)
+    (messages, outside), known = await asyncio.to_thread(load)
     report.messages = len(messages)
     if not messages:
         await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))
@@ -336,7 +321,7 @@ async def extract_for_user(db: Database, settings: Settings, user_id: str, throu
         retry_at = time.time() + max(memory.extraction_debounce_seconds, 1.0) * 4
         await asyncio.to_thread(lambda: db.conn().execute(RESCHEDULE_SQL, (retry_at, user_id)))
         return report
-    kept = await _sift(db, settings, user_id, parse_facts(answer), messages, known, report)
+    kept = await _sift(db, settings, user_id, parse_facts(answer), messages, known, report, outside)
     for fact in kept:
         await _store(db, settings, user_id, fact, complete, report)
     await asyncio.to_thread(lambda: _finish(db.conn(), user_id, through))

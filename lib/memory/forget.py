@@ -52,7 +52,8 @@ def secure_delete(conn: apsw.Connection, settings: Settings) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.pragma("secure_delete", False)
+        # Back to what every connection runs with (lib/db.py connect).
+        conn.pragma("secure_delete", "FAST")
     # Deleted FTS5 tokens stay in old segments until they are merged.
     conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
     # Litestream (on when a replica is set) keeps a read transaction open: a TRUNCATE would wait

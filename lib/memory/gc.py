@@ -8,11 +8,13 @@ the older versions it superseded, so none of them comes back into retrieval.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, rows
-from lib.memory import decay, knowledge, store
+from lib.memory import decay, knowledge, review, store
 
 EXPIRED_SQL = "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY id"
 # Rank each owner's entries from most to least valuable; those past the cap are evicted.
@@ -39,6 +41,10 @@ def _delete_with_history(conn: apsw.Connection, memory_ids: list[int], *, actor:
     return knowledge.delete(conn, doomed, actor=actor, action=action)
 
 
+def _moment(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
 def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None, actor: str = "gc") -> dict:
     """Remove expired entries, prune orphaned index rows, enforce `max_entries`; returns counts."""
     from lib.memory.search import index
@@ -56,7 +62,15 @@ def collect(conn: apsw.Connection, settings: Settings, *, now: str | None = None
         orphans = index.prune_orphans(conn)
         # Facts Ash extracted that nothing confirmed for long enough (lib/memory/decay.py).
         retired = len(decay.retire_decayed(conn, settings, now=now, actor=actor))
-        counts = {"expired": expired, "evicted": evicted, "orphans": orphans, "retired": retired}
+        # Memories written with outside content that nobody kept within [memory] pending_days.
+        unreviewed = review.expire_pending(conn, settings, now=_moment(now), actor=actor)
+        counts = {
+            "expired": expired,
+            "evicted": evicted,
+            "orphans": orphans,
+            "retired": retired,
+            "unreviewed": unreviewed,
+        }
         if expired or evicted or orphans:
             store.audit(conn, actor, "memory_gc", None, **counts)
     return counts

@@ -15,19 +15,24 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
-from lib.memory import audit, store
+from lib.memory import audit, screen, store
 
-# An entry retrieval may return: not superseded, not expired, not retired (lib/memory/decay.py).
-ACTIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL"
+# An entry that is still true: not superseded, not expired, not retired (lib/memory/decay.py).
+LIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL"
+# An entry retrieval may return: live, and in use (not pending review, not discarded: m016).
+ACTIVE_SQL = f"{LIVE_SQL} AND status = 'active'"
+STATUSES = ("active", "pending", "discarded")
+# Where an entry came from when its writer does not say (m016 backfills the same way).
+SOURCE_ORIGINS = {"extraction": "inference", "admin": "admin", "cli": "cli", "mcp": "mcp", "tool": "user"}
 
 COLUMNS = """id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
-superseded_by, superseded_at, source_message_id, metadata"""
+superseded_by, superseded_at, source_message_id, metadata, origin, status"""
 
 INSERT_SQL = """
 INSERT INTO memories (id, content, source, owner_user_id, is_global, subject, confidence, created_at, expires_at,
-                      source_message_id, metadata)
+                      source_message_id, metadata, origin, status)
 VALUES (:id, :content, :source, :owner, :is_global, :subject, :confidence, :now, :expires_at, :source_message_id,
-        :metadata)
+        :metadata, :origin, :status)
 """
 # SQLite hands a deleted highest id to the next row. An entry's id names it in the audit log for
 # good (`ash memory history ID`), so ids are never reused: the highest ever given is kept in meta.
@@ -44,7 +49,8 @@ GET_SQL = f"SELECT {COLUMNS} FROM memories WHERE id = ?"
 LIST_SQL = f"""
 SELECT {COLUMNS} FROM memories
 WHERE (:owner IS NULL OR owner_user_id = :owner OR (:with_global AND is_global = 1))
-  AND (:inactive OR ({ACTIVE_SQL}))
+  AND (:inactive OR ({LIVE_SQL}))
+  AND (status = :status OR (:status IS NULL AND (:inactive OR status = 'active')))
 ORDER BY created_at DESC, id DESC
 LIMIT :limit OFFSET :offset
 """
@@ -67,12 +73,14 @@ ORDER BY created_at, id
 """
 STATS_SQL = """
 SELECT count(*) AS total,
-       coalesce(sum(superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL), 0)
-           AS active,
+       coalesce(sum(superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL
+                    AND status = 'active'), 0) AS active,
        coalesce(sum(retired_at IS NOT NULL), 0) AS retired,
        coalesce(sum(superseded_by IS NOT NULL), 0) AS superseded,
        coalesce(sum(expires_at IS NOT NULL AND expires_at <= :now), 0) AS expired,
-       coalesce(sum(is_global), 0) AS global
+       coalesce(sum(is_global), 0) AS global,
+       coalesce(sum(status = 'pending'), 0) AS pending,
+       coalesce(sum(status = 'discarded'), 0) AS discarded
 FROM memories WHERE (:owner IS NULL OR owner_user_id = :owner)
 """
 BY_SOURCE_SQL = """
@@ -98,8 +106,12 @@ class Knowledge:
     superseded_at: str | None
     source_message_id: int | None
     metadata: dict
-    # Neither superseded nor expired when it was read.
+    # Neither superseded nor expired when it was read, and in use (status "active").
     active: bool
+    # Where it came from ("user", "inference", "document:NAME", "web", "forward", "member:NAME",
+    # "tool:NAME", "mcp:NAME", "schedule", "admin", "cli") and its review state (m016).
+    origin: str = "user"
+    status: str = "active"
     # How well it matched the search that found it; None when it was read, not searched for.
     score: float | None = None
 
@@ -110,6 +122,7 @@ class Knowledge:
 
 def _entry(row: dict) -> Knowledge:
     active = row["superseded_by"] is None and (row["expires_at"] is None or row["expires_at"] > now_iso())
+    active = active and row.get("status", "active") == "active"
     return Knowledge(
         **{**row, "is_global": bool(row["is_global"]), "metadata": json.loads(row["metadata"]), "active": active}
     )
@@ -157,6 +170,20 @@ def _index():
     return index
 
 
+
+def _checked(content: str, status: str, owned: bool, confidence: float) -> str:
+    """The entry's text once screened (lib/memory/screen.py); ValueError for what may not be stored."""
+    if status not in STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {status!r}")
+    content = screen.vet(content, outside=status == "pending").strip()
+    if not content:
+        raise ValueError("content: a knowledge entry needs some text")
+    if not owned:
+        raise ValueError("an entry needs an owner (user id) unless it is global")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"confidence: expected a number from 0 to 1, got {confidence}")
+    return content
+
 def add(
     conn: apsw.Connection,
     settings: Settings,
@@ -172,18 +199,17 @@ def add(
     metadata: dict | None = None,
     actor: str | None = None,
     because: dict | None = None,
+    origin: str | None = None,
+    status: str = "active",
 ) -> int:
-    """Store a knowledge entry and index it; returns its id. Raises ValueError on bad input.
+    """Store a knowledge entry and index it; returns its id. Raises ValueError on bad input, and
+    screen.Refused (a ValueError) for a secret or an outside instruction (lib/memory/screen.py).
 
+    `origin` says where it came from (default: what the source implies); a "pending" entry waits
+    for its owner's review and is not indexed, so no retrieval finds it (lib/memory/review.py).
     Audited as `memory_add` by `actor` (default: the source), with `because` (ids, never text)
     saying what caused it, e.g. {"asked_by": user id}."""
-    content = content.strip()
-    if not content:
-        raise ValueError("content: a knowledge entry needs some text")
-    if owner_user_id is None and not is_global:
-        raise ValueError("an entry needs an owner (user id) unless it is global")
-    if not 0.0 <= confidence <= 1.0:
-        raise ValueError(f"confidence: expected a number from 0 to 1, got {confidence}")
+    content = _checked(content, status, owner_user_id is not None or is_global, confidence)
     params = {
         "content": content,
         "source": source,
@@ -195,11 +221,14 @@ def add(
         "expires_at": parse_expiry(expires_at),
         "source_message_id": source_message_id,
         "metadata": json.dumps(metadata or {}),
+        "origin": origin or SOURCE_ORIGINS.get(source, "user"),
+        "status": status,
     }
     with immediate(conn):
         memory_id = params["id"] = next_id(conn)
         conn.execute(INSERT_SQL, params)
-        _index().index_memory(conn, settings, memory_id)
+        if status == "active":
+            _index().index_memory(conn, settings, memory_id)
         audit.record(
             conn,
             actor or source,
@@ -210,6 +239,8 @@ def add(
             confidence=confidence,
             expires_at=params["expires_at"],
             source_message_id=source_message_id,
+            origin=params["origin"],
+            status=status,
             **(because or {}),
         )
     return memory_id
@@ -229,9 +260,14 @@ def list_entries(
     include_inactive: bool = False,
     limit: int = 50,
     offset: int = 0,
+    status: str | None = None,
 ) -> list[Knowledge]:
-    """Entries newest first: one owner's (plus global ones if asked) or everyone's (owner None)."""
+    """Entries newest first: one owner's (plus global ones if asked) or everyone's (owner None);
+    only those with `status` when given (without it: active ones, or every status with inactive)."""
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {status!r}")
     params = {
+        "status": status,
         "owner": owner_user_id,
         "with_global": int(include_global),
         "inactive": int(include_inactive),

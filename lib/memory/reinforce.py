@@ -18,7 +18,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
-from lib.memory import audit, knowledge
+from lib.memory import audit, knowledge, screen
 
 NEAR_DUPLICATE = 0.85
 _WORD = re.compile(r"\w+")
@@ -34,6 +34,7 @@ SET confidence = min(1.0, confidence + :rate * (1.0 - confidence)),
     expires_at = coalesce(:expires_at, expires_at)
 WHERE id = :id
 """
+BEFORE_SQL = "SELECT confidence, expires_at, reinforced_count, last_reinforced_at FROM memories WHERE id = ?"
 # Retrieval counts as use: an extracted fact that keeps being found does not decay.
 TOUCH_SQL = """
 UPDATE memories SET last_reinforced_at = :now
@@ -47,6 +48,8 @@ class Saved:
 
     id: int
     reinforced: bool
+    # "pending" when it waits for its owner's review (lib/memory/review.py).
+    status: str = "active"
 
 
 def _words(text: str) -> list[str]:
@@ -92,6 +95,8 @@ def reinforce(
     """Strengthen an entry that was saved again (a new expiry, when given, replaces the old);
     audited as `memory_reinforce` by `actor`."""
     with immediate(conn):
+        # What it was before, so `ash memory undo` can put it back (numbers and times, no text).
+        before = one(conn, BEFORE_SQL, (memory_id,))
         conn.execute(
             REINFORCE_SQL,
             {
@@ -105,7 +110,14 @@ def reinforce(
         if found is not None:
             owner = None if found["is_global"] else found["owner_user_id"]
             audit.record(
-                conn, actor, "memory_reinforce", [memory_id], owner, confidence=found["confidence"], **(because or {})
+                conn,
+                actor,
+                "memory_reinforce",
+                [memory_id],
+                owner,
+                confidence=found["confidence"],
+                before=before,
+                **(because or {}),
             )
 
 
@@ -123,10 +135,16 @@ def save(
     **extra,
 ) -> Saved:
     """Store `content` for its owner, or reinforce the entry that already says it (audited by
-    `actor`, default the source, with `because` saying what caused it)."""
+    `actor`, default the source, with `because` saying what caused it). A pending write
+    (`status="pending"`, lib/memory/review.py) never strengthens an active entry: outside content
+    does not get to vouch for what the person said; it is reported as already there."""
     knowledge.parse_expiry(expires_at)  # a bad expiry is refused either way
+    status = extra.get("status", "active")
+    content = screen.vet(content, outside=status == "pending")
     with immediate(conn):
         found = find_duplicate(conn, owner_user_id, content, is_global=is_global)
+        if found is not None and status == "pending":
+            return Saved(found, reinforced=False)
         if found is not None:
             reinforce(conn, settings, found, actor=actor or source, expires_at=expires_at, because=because)
             return Saved(found, reinforced=True)
@@ -142,7 +160,7 @@ def save(
             because=because,
             **extra,
         )
-        return Saved(new_id, reinforced=False)
+        return Saved(new_id, reinforced=False, status=status)
 
 
 def touch(conn: apsw.Connection, memory_ids: list[int]) -> None:

@@ -1,11 +1,13 @@
 """The server's memory housekeeping: gc at start-up (`auto_gc`), then on a timer (and when
-kicked after a turn) the vectors of newly stored turns and the fact extractions that are due."""
+kicked after a turn) the vectors of newly stored turns and the fact extractions that are due,
+and once a day the expiry of unreviewed pending memories and consolidation's duplicate check."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from lib.config import Settings
@@ -15,6 +17,8 @@ log = logging.getLogger("ash.memory.service")
 
 # Seconds between looks at the extraction queue; the debounce itself is per user.
 POLL_SECONDS = 5.0
+# The daily chores (review expiry, consolidation): at the first pass, then every 24 hours.
+DAY_SECONDS = 24 * 3600.0
 
 
 class MemoryService:
@@ -36,6 +40,7 @@ class MemoryService:
         self.poll_seconds = poll_seconds
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
+        self._daily_due = time.monotonic()
 
     def kick(self) -> None:
         """A turn was stored: embed it now rather than at the next poll."""
@@ -76,10 +81,30 @@ class MemoryService:
             if done < index.REINDEX_BATCH:
                 return total
 
+    async def daily(self) -> None:
+        """Once a day: discard what waited for review past `pending_days`, and look for duplicate
+        facts to consolidate ([memory] consolidate). A failure is logged, not raised."""
+        from lib.memory import consolidate, review
+
+        def chores() -> dict:
+            conn = self.db.conn()
+            return {
+                "unreviewed": review.expire_pending(conn, self.settings),
+                **consolidate.propose(conn, self.settings),
+            }
+
+        try:
+            log.info("memory daily pass: %s", await asyncio.to_thread(chores))
+        except Exception:
+            log.exception("memory daily pass failed; trying again tomorrow")
+
     async def run_once(self) -> list:
         """Embed new turns, then run the extractions that are due now (their reports)."""
         from lib.memory import extraction
 
+        if time.monotonic() >= self._daily_due:
+            self._daily_due = time.monotonic() + DAY_SECONDS
+            await self.daily()
         await self.embed_pending()
         if not self.settings.config.memory.extraction_enabled:
             return []

@@ -16,6 +16,9 @@ from lib.tokens import estimate_tokens
 # message, a document): the names of that outside content, and what the person typed themselves.
 ORIGIN_OUTSIDE = "outside"
 ORIGIN_TYPED = "typed"
+# The outside content the message's whole turn held (a web page it fetched, a tool's output): read
+# by fact extraction only, whose facts from such a turn wait for review (lib/memory/review.py).
+HELD_OUTSIDE = "held_outside"
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ STEPS: list[Step] = [
     _sql_step("m013_auth_failures_in_memory"),
     _sql_step("m014_inbox_answer"),
     _sql_step("m015_followups"),
+    _sql_step("m016_memory_trust"),
+    _sql_step("m017_memory_proposals"),
 ]
 
 CREATE_BOOKKEEPING_SQL = """

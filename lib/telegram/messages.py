@@ -105,7 +105,7 @@ class Messages:
         if message.text and not group:
             corrected = await self._correction(message)
             if corrected is not None:
-                await sink.finish(corrected)
+                await _show(sink, corrected)
                 return "done", "a correction from /why"
         return await self._content(claim, message, sink, text, me)
 
@@ -153,12 +153,14 @@ class Messages:
         await _show(sink, reply)
         return "done", f"command /{name}"
 
-    async def _correction(self, message: Message) -> str | None:
+    async def _correction(self, message: Message) -> Reply | None:
         """After Wrong under /why, the person's next message is the right version: stored, and
         answered with what changed; None when no correction was asked for."""
         from lib.conversation.why import correction_reply
 
-        return await self.bot.db(correction_reply, self.bot.settings, asker_of(message), message.text)
+        # A forward or someone else's quoted words as the correction: stored pending review.
+        outside = outside_content(message, self.bot.bot_id)
+        return await self.bot.db(correction_reply, self.bot.settings, asker_of(message), message.text, outside)
 
     async def _turn(
         self,

@@ -201,6 +201,7 @@ class ScheduledRuns:
             update_id=claim.update_id,
             message_thread_id=job.message_thread_id,
             direct_messages_topic_id=job.direct_messages_topic_id,
+            scheduled=True,
         )
         await sink.typing()
         result = await self._runner(turn, sink)

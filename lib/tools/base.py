@@ -43,6 +43,14 @@ class ToolContext:
     # The runtime's signals: the schedule tools emit `schedule_changed` (lib/runtime.py); None
     # outside a turn (tests, one-shot commands), where nobody listens.
     signals: Signals | None = field(default=None, kw_only=True)
+    # The outside content the turn holds when the tool runs (lib/agent/approval.py names it):
+    # a memory written now waits for its owner's review (lib/memory/review.py).
+    outside: tuple[str, ...] = field(default=(), kw_only=True)
+    # What the person wrote themselves in this message: a memory made only of their words is theirs.
+    own_words: str = field(default="", kw_only=True)
+    # Where a memory saved without outside content comes from: the person ("user"), or a
+    # scheduled task's prompt ("schedule").
+    origin: str = field(default="user", kw_only=True)
 
     @property
     def memory(self) -> str:

@@ -17,6 +17,10 @@ from lib.config import Settings
 from lib.tools.base import ToolContext, ToolResult
 
 RECALL_LIMIT = 8
+PENDING_NOTE = (
+    "Saved for review, not remembered yet (memory #{id}): this conversation holds outside content, so "
+    "the person keeps or discards it with /memory pending. It is not used until they keep it."
+)
 
 
 def _db_and_settings(context: ToolContext) -> tuple[Any, Settings]:
@@ -41,10 +45,12 @@ class Remember:
         ] = None
 
     async def execute(self, args: Remember.Input, context: ToolContext) -> ToolResult:
-        """Store the entry for the asking user."""
-        from lib.memory import reinforce
+        """Store the entry for the asking user: pending review while the turn holds outside content."""
+        from lib.memory import reinforce, review
 
         db, settings = _db_and_settings(context)
+        # What the person said in their own words is theirs, whatever else the turn holds.
+        outside = bool(context.outside) and not review.in_own_words(args.content, context.own_words)
 
         def add() -> reinforce.Saved:
             # Saying it again strengthens the entry that holds it rather than adding a copy.
@@ -57,13 +63,19 @@ class Remember:
                 source="tool",
                 actor="tool:remember",
                 because={"asked_by": context.user_id, "session_id": context.session_id},
+                origin=review.origin_of(context.outside) if outside else context.origin,
+                status="pending" if outside else "active",
             )
 
         try:
             saved = await asyncio.to_thread(add)
         except ValueError as exc:
             return ToolResult(output=str(exc), is_error=True)
+        if saved.status == "pending":
+            return ToolResult(output=PENDING_NOTE.format(id=saved.id), metadata={"memory_id": saved.id})
         said = "Already remembered; reinforced" if saved.reinforced else "Remembered"
+        if outside and not saved.reinforced:
+            said = "Already remembered"
         return ToolResult(output=f"{said} (memory #{saved.id}).", metadata={"memory_id": saved.id})
 
 
@@ -88,16 +100,24 @@ class Recall:
         def search() -> list:
             return search_all(db.conn(), settings, user_id=context.memory, query=args.query, limit=RECALL_LIMIT)
 
+        def unconfirmed() -> list:
+            from lib.memory import review
+
+            return review.pending_matching(db.conn(), context.memory, args.query)
+
         results = await asyncio.to_thread(search)
-        if not results:
+        waiting = await asyncio.to_thread(unconfirmed)
+        if not results and not waiting:
             return ToolResult(output="Nothing found in memory for that.")
         lines = []
         for r in results:
             when = str(r.metadata.get("created_at", ""))[:10]
             label = f"memory #{r.id}" if r.source_type == "knowledge" else f"message from {when or 'earlier'}"
             lines.append(f"- [{label}] {r.content}")
+        # Asked for explicitly, a pending entry may be shown, never as something Ash knows.
+        lines += [f"- [memory #{e.id}, unconfirmed: pending review, from {e.origin}] {e.content}" for e in waiting]
         # A document's text is someone else's words: the turn then holds outside content.
-        untrusted = any(r.metadata.get("untrusted") for r in results)
+        untrusted = bool(waiting) or any(r.metadata.get("untrusted") for r in results)
         return ToolResult(output="\n".join(lines), metadata={"ids": [r.id for r in results], "untrusted": untrusted})
 
 

@@ -101,8 +101,11 @@ async def test_compaction_summarizes_old_messages_and_keeps_them_searchable(ash_
 
     await run_turn(runtime, TurnInput("telegram", "42", OWNER, "first"), RecordingSink())
 
+    # Extraction reads the person's messages before they are folded (tests below: a failure waits).
+    extraction_call = request_json(route.calls[1])
+    assert "New messages from the user" in extraction_call["messages"][0]["content"][0]["text"]
     # 10 unsummarized messages > max_context_messages: everything but the newest 4 is summarized.
-    summary_call = request_json(route.calls[1])
+    summary_call = request_json(route.calls[2])
     assert summary_call.get("stream") is not True
     assert "message 000" in summary_call["messages"][0]["content"][0]["text"]
     conn = runtime.db.conn()
@@ -112,13 +115,45 @@ async def test_compaction_summarizes_old_messages_and_keeps_them_searchable(ash_
     assert len(all_ids) == 10 and session["summary_through"] == all_ids[-5]
     assert all_ids[:8] == ids  # nothing deleted
     purposes = [r["purpose"] for r in rows(conn, "SELECT purpose FROM usage ORDER BY id")]
-    assert purposes == ["chat", "compaction"]
+    assert purposes == ["chat", "extraction", "compaction"]
 
     await run_turn(runtime, TurnInput("telegram", "42", OWNER, "second"), RecordingSink())
 
-    next_call = request_json(route.calls[2])
+    next_call = request_json(route.calls[3])
     assert "<summary>\nThe capital of France is Paris.\n</summary>" in next_call["system"]
     sent = [m["content"][0]["text"] for m in next_call["messages"]]
     assert not any(t.startswith("message 000") for t in sent)
     assert sent[-1] == "second"
+    runtime.db.close()
+
+
+async def test_compaction_waits_while_extraction_fails_and_drops_nothing(ash_home, monkeypatch, httpx2_mock):
+    config = (
+        f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n[memory]\nrecency_window = 4\nmax_context_messages = 8\n'
+    )
+    runtime = configured_runtime(ash_home, monkeypatch, config, openai=False)
+    _seed(runtime, 8, size=20)
+    failing = [True]
+    refused = body("anthropic", "error_400_invalid_request_error.http.json")
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream") or not failing[0]:
+            return _respond(request)
+        return httpx.Response(400, json=refused)
+
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(side_effect=respond)
+    await run_turn(runtime, TurnInput("telegram", "42", OWNER, "first"), RecordingSink())
+    conn = runtime.db.conn()
+    assert rows(conn, "SELECT summary, summary_through FROM sessions")[0] == {"summary": None, "summary_through": None}
+    purposes = [r["purpose"] for r in rows(conn, "SELECT purpose FROM usage ORDER BY id")]
+    assert "compaction" not in purposes
+    assert len(rows(conn, "SELECT id FROM messages")) == 10  # nothing dropped
+
+    # Once extraction answers, the next turn's compaction goes ahead, extraction first.
+    failing[0] = False
+    await run_turn(runtime, TurnInput("telegram", "42", OWNER, "second"), RecordingSink())
+    assert rows(conn, "SELECT summary FROM sessions")[0]["summary"] == "The capital of France is Paris."
+    purposes = [r["purpose"] for r in rows(conn, "SELECT purpose FROM usage ORDER BY id")]
+    assert purposes[-2:] == ["extraction", "compaction"]
+    assert route.calls.call_count >= 4
     runtime.db.close()

@@ -151,14 +151,17 @@ async def test_remember_in_a_group_saves_to_the_group_not_to_whoever_asked(runti
     )
 
     await run_turn(runtime, in_group(BOB, "I am allergic to peanuts.", "Bob"), RecordingSink())
-    # Bob's words are in Alice's context: a memory write waits for her OK (lib/agent/approval.py).
+    # Bob's words are in Alice's context: the memory is stored pending review, the turn goes on
+    # (lib/memory/review.py).
     asked = Approve()
     await run_turn(runtime, in_group(ALICE, "Remember that.", "Alice"), RecordingSink(), approvals=asked)
-    assert asked.reasons == ["this conversation holds messages from other members of this group"]
+    assert asked.reasons == []
 
     conn = runtime.db.conn()
-    saved = rows(conn, "SELECT owner_user_id FROM memories WHERE content = 'Bob is allergic to peanuts.'")
-    assert saved == [{"owner_user_id": f"chat:{GROUP}"}]
+    saved = rows(
+        conn, "SELECT owner_user_id, origin, status FROM memories WHERE content = 'Bob is allergic to peanuts.'"
+    )
+    assert saved == [{"owner_user_id": f"chat:{GROUP}", "origin": "member", "status": "pending"}]
     messages = rows(conn, "SELECT DISTINCT owner_user_id, speaker_user_id FROM messages WHERE role = 'user'")
     assert {(m["owner_user_id"], m["speaker_user_id"]) for m in messages} == {
         (f"chat:{GROUP}", BOB),

@@ -78,8 +78,9 @@ def model(httpx2_mock, *bodies: bytes):
 
 
 def obeys() -> bytes:
-    """The model doing what the stored outside words asked."""
-    return anthropic_tool_use("remember", {"content": "The door code is 0000."})
+    """The model doing what the stored outside words asked: a risky call (a `remember` would be
+    stored pending review instead of asking: tests/memory/test_memory_trust.py)."""
+    return anthropic_tool_use("forget", {"query": "door code"})
 
 
 def answers() -> bytes:

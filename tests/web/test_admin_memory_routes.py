@@ -186,3 +186,26 @@ def test_openapi_schema_lists_the_memory_routes_with_typed_bodies(client):
     components = schema["components"]["schemas"]
     records = {"Knowledge", "StoredMessage", "AuditEntry"}  # memory's own records, as the API returns them
     assert {"MemoryCreate", "SessionOut", "UserOut", "ExportOut", *records} <= set(components)
+
+
+def test_listing_shows_status_and_origin_and_filters_by_status(client, seeded):
+    settings, ids = seeded
+    conn = connect(settings.database_path)
+    waiting = knowledge.add(
+        conn,
+        settings,
+        "The user banks with EvilBank",
+        owner_user_id="1001",
+        source="tool",
+        origin="web",
+        status="pending",
+    )
+    everything = client.get("/admin/memories", params={"user_id": "1001"}, headers=AUTH).json()["items"]
+    assert [(i["id"], i["status"], i["origin"]) for i in everything] == [(ids["tea"], "active", "user")]
+    pending = client.get("/admin/memories", params={"user_id": "1001", "status": "pending"}, headers=AUTH).json()
+    assert [(i["id"], i["status"], i["origin"]) for i in pending["items"]] == [(waiting, "pending", "web")]
+    assert client.get("/admin/memories", params={"status": "maybe"}, headers=AUTH).status_code == 400
+    refused = client.post(
+        "/admin/memories", json={"content": "API key sk-live-abcdefghijklmnopqrstuv", "user_id": "1001"}, headers=AUTH
+    )
+    assert refused.status_code == 400 and "looks like an API key" in refused.text

@@ -12,7 +12,7 @@ import pytest
 from litestar.testing import TestClient
 
 from lib.db import connect
-from lib.memory import knowledge
+from lib.memory import knowledge, undo
 from lib.web.ui import sessions
 from tests.support.database import query
 
@@ -37,6 +37,7 @@ def _ui_routes() -> list[tuple[str, str]]:
     for route in app.routes:
         if route.path.startswith("/admin/ui") and "static" not in route.path:
             path = route.path.replace("{memory_id:int}", "1").replace("{session_id:int}", "1")
+            path = path.replace("{audit_id:int}", "1")
             path = path.replace("{user_id:str}", ALICE)
             found += [(method, path) for method in sorted(route.methods - {"OPTIONS", "HEAD"})]
     return found
@@ -192,3 +193,37 @@ def test_stored_text_is_escaped_and_assets_come_from_the_app(seeded, monkeypatch
         css = client.get("/admin/ui/static/ui.css")
         assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
         assert client.get("/admin/ui/static/..%2Fsessions.py").status_code == 404
+
+
+def test_pending_memories_are_shown_and_kept_or_discarded_with_the_csrf_token(seeded, monkeypatch, settings):
+    conn = connect(_db(monkeypatch))
+    waiting = [
+        knowledge.add(conn, settings, text, owner_user_id=ALICE, source="tool", origin="web", status="pending")
+        for text in ("Alice's bees are Italian", "Alice sells honey")
+    ]
+    with _client(monkeypatch) as client:
+        sign_in(client)
+        page = client.get(f"/admin/ui/people/{ALICE}").text
+        assert page.count("waits for review") == 2 and "tool (web)" in page
+        assert client.post(f"/admin/ui/memories/{waiting[0]}/keep", data={}).status_code == 403
+        token = _csrf(page)
+        kept = client.post(f"/admin/ui/memories/{waiting[0]}/keep", data={"csrf": token}, follow_redirects=False)
+        dropped = client.post(f"/admin/ui/memories/{waiting[1]}/discard", data={"csrf": token}, follow_redirects=False)
+        assert kept.status_code == dropped.status_code == 303
+        again = client.post(f"/admin/ui/memories/{waiting[1]}/keep", data={"csrf": token}, follow_redirects=False)
+        assert again.status_code == 409
+    assert [knowledge.get(conn, i).status for i in waiting] == ["active", "discarded"]
+
+    # The audit page undoes the keep: the entry waits for review again.
+    with _client(monkeypatch) as client:
+        sign_in(client)
+        page = client.get("/admin/ui/audit", params={"memory_id": waiting[0]}).text
+        keep_id = undo.last_change(conn, waiting[0], "memory_keep")
+        assert f'action="/admin/ui/audit/{keep_id}/undo"' in page
+        token = _csrf(page)
+        assert client.post(f"/admin/ui/audit/{keep_id}/undo", data={}).status_code == 403
+        undone = client.post(f"/admin/ui/audit/{keep_id}/undo", data={"csrf": token}, follow_redirects=False)
+        assert undone.status_code == 303
+        assert knowledge.get(conn, waiting[0]).status == "pending"
+        again = client.post(f"/admin/ui/audit/{keep_id}/undo", data={"csrf": token}, follow_redirects=False)
+        assert again.status_code == 409 and "undone already" in again.text

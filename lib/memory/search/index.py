@@ -38,10 +38,11 @@ AFTER_SQL = """
 SELECT role, content, metadata FROM messages
 WHERE session_id = ? AND id > ? AND role IN ('user', 'assistant') ORDER BY id LIMIT 1
 """
-# Retired entries (lib/memory/decay.py) stay out of the index until they are restored.
+# Retired entries (lib/memory/decay.py) stay out of the index until they are restored; entries
+# pending review or discarded (lib/memory/review.py) until they are kept.
 MEMORIES_SQL = """
 SELECT id, owner_user_id, is_global, content, created_at
-FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND retired_at IS NULL
+FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND retired_at IS NULL AND status = 'active'
 """
 INDEXED_MESSAGE_IDS_SQL = "SELECT id FROM messages WHERE role IN ('user', 'assistant') ORDER BY id"
 CHUNK_IDS_SQL = "SELECT id FROM search_chunks WHERE kind = ? AND ref_id = ?"

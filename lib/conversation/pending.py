@@ -1,0 +1,155 @@
+"""/memory pending: the memories written while a conversation held outside content, each with Keep
+and Discard buttons (lib/memory/review.py).
+
+A person reviews their own pending entries; the owner (config `owner`) also reviews every
+group's, and in a group only the owner may ask (the answer goes to their private chat: /memory is
+a private command). Every press is checked against stored state: the entry is still pending,
+and the presser may review it. A decided entry says so and changes nothing.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from lib.config import Settings
+from lib.conversation.replies import Asker, Button, Press, Reply
+from lib.memory import knowledge, review
+from lib.memory.scope import is_group, is_group_owner
+
+KEEP = "mem:k:"
+DISCARD = "mem:d:"
+# Consolidation's proposals (lib/memory/consolidate.py): merge the pair, or keep both.
+MERGE = "mem:m:"
+BOTH = "mem:b:"
+SNIPPET = 160
+# Entries shown at once (two buttons each: Telegram allows 100 per message).
+PAGE = 20
+
+NOTHING = "Nothing waits for your review."
+OWNER_ONLY = "Only the owner reviews what this group's memory holds."
+NOT_YOURS = "This memory is not yours to review."
+DECIDED = "That one was decided already."
+HEADER = (
+    "{n} memor{ies} wait for your review. Each was written while a conversation held outside content "
+    "(a page, a file, a forward, someone else's words), and none is used until you keep it:"
+)
+
+
+def _is_owner(settings: Settings, user_id: str) -> bool:
+    return settings.config.owner is not None and str(settings.config.owner) == user_id
+
+
+def _may_review(settings: Settings, entry: knowledge.Knowledge, user_id: str) -> bool:
+    if entry.owner_user_id == user_id:
+        return True
+    return _is_owner(settings, user_id) and (entry.is_global or is_group_owner(entry.owner_user_id))
+
+
+def _reviewable(conn: apsw.Connection, settings: Settings, user_id: str) -> list[knowledge.Knowledge]:
+    everyone = review.pending(conn, None, limit=5000)
+    return [e for e in everyone if _may_review(settings, e, user_id)]
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def listing(conn: apsw.Connection, settings: Settings, user_id: str, *, limit: int = PAGE) -> Reply:
+    """The pending entries `user_id` may review, oldest first, with Keep and Discard under each
+    (the first `limit`; the rest follow as these are decided)."""
+    waiting = _reviewable(conn, settings, user_id)
+    if not waiting:
+        return Reply(NOTHING)
+    entries = waiting[:limit]
+    lines = [HEADER.format(n=len(waiting), ies="y" if len(waiting) == 1 else "ies")]
+    rows = []
+    for number, entry in enumerate(entries, start=1):
+        where = " in a group" if is_group_owner(entry.owner_user_id) else ""
+        lines.append(
+            f"{number}. #{entry.id} (from {entry.origin}{where}, {entry.created_at[:10]}): {_snippet(entry.content)}"
+        )
+        rows.append(
+            (Button(f"Keep {number}", f"{KEEP}{entry.id}"), Button(f"Discard {number}", f"{DISCARD}{entry.id}"))
+        )
+    if len(waiting) > len(entries):
+        lines.append(f"(The first {len(entries)}; the others follow as you decide these.)")
+    return Reply("\n".join(lines), tuple(rows))
+
+
+def pending_reply(conn: apsw.Connection, settings: Settings, asker: Asker) -> Reply:
+    """/memory pending's answer: what waits for review, then duplicates consolidation proposes to merge."""
+    if is_group(asker.chat_type) and not _is_owner(settings, asker.user_id):
+        return Reply(OWNER_ONLY)
+    waiting = listing(conn, settings, asker.user_id)
+    merges = proposals(conn, settings, asker.user_id)
+    if merges is None:
+        return waiting
+    if not waiting.buttons:
+        return merges
+    return Reply(f"{waiting.text}\n\n{merges.text}", waiting.buttons + merges.buttons)
+
+
+def _proposals_for(conn: apsw.Connection, settings: Settings, user_id: str) -> list[tuple[dict, list]]:
+    from lib.memory import consolidate
+
+    found = []
+    for proposal in consolidate.open_proposals(conn):
+        pair = [knowledge.get(conn, proposal["keep_id"]), knowledge.get(conn, proposal["drop_id"])]
+        if all(e is not None and _may_review(settings, e, user_id) for e in pair):
+            found.append((proposal, pair))
+    return found[:PAGE]
+
+
+def proposals(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply | None:
+    """Duplicate facts consolidation proposes to merge, with Merge / Keep both; None when none."""
+    found = _proposals_for(conn, settings, user_id)
+    if not found:
+        return None
+    lines, rows = ["These look like the same fact said twice; merging keeps the first and retires the second:"], []
+    for number, (proposal, (keep, drop)) in enumerate(found, start=1):
+        lines.append(f"M{number}. “{_snippet(keep.content)}” / “{_snippet(drop.content)}”")
+        rows.append(
+            (
+                Button(f"Merge M{number}", f"{MERGE}{proposal['id']}"),
+                Button(f"Keep both M{number}", f"{BOTH}{proposal['id']}"),
+            )
+        )
+    return Reply("\n".join(lines), tuple(rows))
+
+
+def waiting_line(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
+    """A line for /memory when something waits for review ("" otherwise)."""
+    count = len(_reviewable(conn, settings, user_id))
+    return f"\n\n{count} more wait for your review: /memory pending" if count else ""
+
+
+def _proposal_press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    from lib.memory import consolidate
+
+    raw_id = data.rpartition(":")[2]
+    mine = {p["id"]: p for p, _ in _proposals_for(conn, settings, asker.user_id)}
+    if not raw_id.isdigit() or int(raw_id) not in mine:
+        return Press(DECIDED, pending_reply(conn, settings, asker))
+    if data.startswith(BOTH):
+        consolidate.skip(conn, int(raw_id))
+        return Press("Both kept.", pending_reply(conn, settings, asker))
+    why_not = consolidate.apply(conn, settings, int(raw_id), actor=f"{asker.actor}:review")
+    return Press(why_not[:190] if why_not else "Merged.", pending_reply(conn, settings, asker))
+
+
+def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
+    """Keep or Discard pressed by `asker`: decided once, by someone who may review it."""
+    if data.startswith((MERGE, BOTH)):
+        return _proposal_press(conn, settings, asker, data)
+    raw_id = data.rpartition(":")[2]
+    entry = knowledge.get(conn, int(raw_id)) if raw_id.isdigit() else None
+    if entry is None:
+        return Press("That memory is gone.", pending_reply(conn, settings, asker))
+    if not _may_review(settings, entry, asker.user_id):
+        return Press(NOT_YOURS)
+    decide = review.keep if data.startswith(KEEP) else review.discard
+    done = decide(conn, settings, entry.id, actor=f"{asker.actor}:review")
+    if done is None:
+        return Press(DECIDED, pending_reply(conn, settings, asker))
+    return Press("Kept." if data.startswith(KEEP) else "Discarded.", pending_reply(conn, settings, asker))
