@@ -170,7 +170,6 @@ def _index():
     return index
 
 
-
 def _checked(content: str, status: str, owned: bool, confidence: float) -> str:
     """The entry's text once screened (lib/memory/screen.py); ValueError for what may not be stored."""
     if status not in STATUSES:
@@ -183,6 +182,7 @@ def _checked(content: str, status: str, owned: bool, confidence: float) -> str:
     if not 0.0 <= confidence <= 1.0:
         raise ValueError(f"confidence: expected a number from 0 to 1, got {confidence}")
     return content
+
 
 def add(
     conn: apsw.Connection,
