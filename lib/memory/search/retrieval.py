@@ -160,7 +160,7 @@ def search_messages(
     def in_conversation(scores: dict[int, float]) -> dict[int, float]:
         if mode == "hybrid":  # the single rankers stay plain, for comparison
             scores = conversation.rank(conn, user_id, scores, by_id, query, local, datetime.now(UTC).date())
-        return fusion.within(scores, allowed)
+        return fusion.within(scores, relevance.with_best(allowed, scores))
 
     def local(created_at: str) -> datetime | None:
         return index.local_moment(created_at, settings)
