@@ -162,7 +162,8 @@ def busy_machine(settings, enabled: bool):
 @click.option("--messages", type=int, default=100_000, help="Messages of the asking user.")
 @click.option("--queries", type=int, default=300, help="Queries to time.")
 @click.option("--busy", is_flag=True, help="A busy loop per core and indexing running beside the searches.")
-def main(messages: int, queries: int, busy: bool) -> None:
+@click.option("--pool", type=int, default=POOL, help="Real sentences embedded for the perturbed vectors.")
+def main(messages: int, queries: int, busy: bool, pool: int) -> None:
     """Build a database with MESSAGES messages of one user and time retrieval on it."""
     rng = np.random.default_rng(7)
     words = vocabulary()
@@ -171,7 +172,7 @@ def main(messages: int, queries: int, busy: bool) -> None:
         conn = connect(settings.database_path)
         migrate.migrate(conn)
         started = time.perf_counter()
-        pool_texts = sentences(rng, words, POOL)
+        pool_texts = sentences(rng, words, pool)
         pool_vectors = get_embedder(settings).embed(pool_texts)
         embed_seconds = time.perf_counter() - started
         started = time.perf_counter()
