@@ -13,6 +13,19 @@ vectors: the baseline every change must beat), and `prompt`, what actually reach
 (memory.api.retrieve_context: relevance floor and token budget applied, any number of items).
 With `--tuned N` the first N conversations (the ones tuning looked at) and the rest are also
 reported apart. The last line reads `hybrid recall@10 overall: 0.NNN`.
+
+Newest value: a question of category 3 whose answer does not speak of a contradiction asks for
+a value that changed (BEAM's knowledge updates: its evidence is the turn with the new value).
+The file does not name the turn with the old value, so the figure is a strict proxy: the share
+of such questions whose newest evidence turn is in the top 10 and ranks above every turn of the
+same speaker said before it that is also there (the old value's turn shares the question's
+words and is said earlier). A file without such questions prints no newest-value line.
+
+`--keep DIR` keeps the indexed database (and which message is which turn) in DIR and reuses it
+on the next run with the same DIR: ranking changes can then be measured without indexing again
+(indexing changes need a fresh DIR); each question's embedding is kept there too and reused, so
+query latencies of such a run leave out the query embedding. `--dump FILE` writes every
+question's rankings as JSON lines.
 """
 
 from __future__ import annotations
@@ -30,12 +43,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import click  # noqa: E402
+import numpy as np  # noqa: E402
 
 import lib.migrations as migrate  # noqa: E402
 from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
+from lib.memory.search import retrieval  # noqa: E402
 from lib.memory.search.index import index_message  # noqa: E402
 from lib.memory.search.parallel import close_side_connections  # noqa: E402
 from lib.memory.search.retrieval import MODES, search_messages  # noqa: E402
@@ -46,6 +61,8 @@ SMALL_TALK = REPO / "bench" / "data" / "small_talk.txt"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVIDENCE = re.compile(r"D\d+:\d+")
 KS = (5, 10)
+NEWEST = "newest value"
+CONTRADICTION = re.compile(r"contradict", re.IGNORECASE)
 BARE = "bm25-bare"
 PROMPT = "prompt"
 BARE_SQL = "SELECT rowid FROM bare_fts WHERE bare_fts MATCH ? ORDER BY bm25(bare_fts) LIMIT ?"
@@ -61,7 +78,9 @@ def iso(moment: datetime) -> str:
 
 
 def load_conversation(conn, sample: dict) -> tuple[str, dict[int, str], int]:
-    """Write one conversation as one user's history; returns (user id, message id -> dia_id, turns)."""
+    """Write one conversation as one user's history; returns (user id, message id -> dia_id, turns).
+
+    Message ids grow with the time a turn was said, so a smaller id is an earlier turn."""
     user_id = f"locomo-{sample['sample_id']}"
     conv = sample["conversation"]
     speaker_a = conv["speaker_a"]
@@ -141,6 +160,80 @@ def print_table(title: str, recall: dict, modes: list[str]) -> None:
             print(f"{mode:<10} {k:>3} {cells} {overall:>9.3f}")
 
 
+def newest_value(qa: dict, evidence: set[str], ranked: list, speaker_of: dict, order_of: dict) -> bool | None:
+    """For a question about a value that changed: did its newest evidence turn rank in the top 10
+    above every earlier turn of the same speaker there? None for other questions."""
+    if qa["category"] != 3 or CONTRADICTION.search(str(qa.get("answer", ""))):
+        return None
+    newest = max(evidence, key=lambda d: order_of[d])
+    top = [d for d in ranked[:10] if d is not None]
+    if newest not in top:
+        return False
+    above = top[: top.index(newest)]
+    return not any(
+        speaker_of[d] == speaker_of[newest] and order_of[d] < order_of[newest] and d not in evidence for d in above
+    )
+
+
+def turn_facts(sample: dict) -> tuple[dict[str, str], dict[str, int]]:
+    """Each turn's speaker and its place in the conversation (dia_id -> ...)."""
+    conv = sample["conversation"]
+    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    turns = [t for n in numbers for t in conv[f"session_{n}"]]
+    return {t["dia_id"]: t["speaker"] for t in turns}, {t["dia_id"]: i for i, t in enumerate(turns)}
+
+
+def prepare(conn, settings, samples: list[dict], keep: Path | None) -> tuple[list, int, float]:
+    """Load and index every conversation (or reuse the kept ones): [(user id, message id -> dia_id)]."""
+    saved = keep / "turns.json" if keep else None
+    if saved and saved.exists():
+        loaded = json.loads(saved.read_text())
+        if len(loaded) >= len(samples):
+            return [(u, {int(k): v for k, v in d.items()}) for u, d in loaded[: len(samples)]], 0, 0.0
+    loaded, turns, seconds = [], 0, 0.0
+    for sample in samples:
+        user_id, dia_of, count = load_conversation(conn, sample)
+        turns += count
+        started = time.perf_counter()
+        index_all(conn, settings, list(dia_of))
+        seconds += time.perf_counter() - started
+        loaded.append((user_id, dia_of))
+    if saved:
+        saved.write_text(json.dumps(loaded))
+    return loaded, turns, seconds
+
+
+def keep_query_vectors(keep: Path):
+    """Embed each question once across runs (kept in `keep`): the bench's time goes to ranking.
+    Returns the function that saves them."""
+    texts, matrix = keep / "queries.json", keep / "queries.npy"
+    known = dict(zip(json.loads(texts.read_text()), np.load(matrix), strict=True)) if texts.exists() else {}
+    embed = retrieval._embed_query
+
+    def cached(conn, settings, query: str):
+        if query not in known:
+            vector = embed(conn, settings, query)
+            if vector is None:
+                return None
+            known[query] = vector
+        return known[query]
+
+    def save() -> None:
+        if known:
+            texts.write_text(json.dumps(list(known)))
+            np.save(matrix, np.stack(list(known.values())))
+
+    retrieval._embed_query = cached
+    return save
+
+
+def ranking(conn, settings, mode: str, user_id: str, question: str, dia_of: dict) -> list:
+    if mode == BARE:
+        return [dia_of.get(i) for i in bare_search(conn, question, max(KS))]
+    found = search_messages(conn, settings, user_id=user_id, query=question, limit=max(KS), mode=mode)
+    return [dia_of.get(r.id) for r in found]
+
+
 @click.command()
 @click.argument("data_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=DEFAULT_DATA)
 @click.option("--conversations", type=int, default=None, help="Only the first N conversations (quick runs).")
@@ -150,7 +243,11 @@ def print_table(title: str, recall: dict, modes: list[str]) -> None:
     default=0,
     help="Also report the first N conversations (those looked at while tuning) and the rest apart.",
 )
-def main(data_file: Path, conversations: int | None, tuned: int) -> None:
+@click.option(
+    "--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep (or reuse) the index here."
+)
+@click.option("--dump", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Rankings as JSON lines.")
+def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | None, dump: Path | None) -> None:
     """Run the LoCoMo retrieval benchmark on DATA_FILE and print recall per category and mode."""
     samples = json.loads(data_file.read_text(encoding="utf-8"))[:conversations]
     modes = [*MODES, BARE]
@@ -160,26 +257,27 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
             f"tuned (first {tuned})": range(tuned),
             f"held out (last {len(samples) - tuned})": range(tuned, len(samples)),
         }
+    dumped = []
     with tempfile.TemporaryDirectory(prefix="ash-locomo-") as tmp:
-        settings = load_settings({"ASH_HOME": tmp})
+        home = keep or Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        settings = load_settings({"ASH_HOME": str(home)})
         conn = connect(settings.database_path)
         migrate.migrate(conn)
         # recall[group][mode][k][category] -> list of per-question recall@k
         recall = {g: {m: {k: {} for k in KS} for m in modes} | {PROMPT: {"all": {}}} for g in groups}
+        newest = {g: {m: [] for m in [*modes, PROMPT]} for g in groups}
         latency: dict[str, list[float]] = {m: [] for m in modes}
         prompt_items: list[int] = []
         small_talk = [line.strip() for line in SMALL_TALK.read_text().splitlines() if line.strip()[:1] not in ("", "#")]
         small_talk_items: list[int] = []
-        turns = questions = skipped = 0
-        index_seconds = 0.0
-        for number, sample in enumerate(samples):
-            user_id, dia_of, count = load_conversation(conn, sample)
-            turns += count
-            started = time.perf_counter()
-            index_all(conn, settings, list(dia_of))
-            index_seconds += time.perf_counter() - started
+        questions = skipped = 0
+        loaded, turns, index_seconds = prepare(conn, settings, samples, keep)
+        save_queries = keep_query_vectors(keep) if keep else None
+        for number, (sample, (user_id, dia_of)) in enumerate(zip(samples, loaded, strict=True)):
             index_bare(conn, list(dia_of))
             known = set(dia_of.values())
+            speaker_of, order_of = turn_facts(sample)
             mine = [g for g, members in groups.items() if number in members]
             for qa in sample["qa"]:
                 evidence = {e for entry in qa.get("evidence", []) for e in EVIDENCE.findall(entry)} & known
@@ -188,34 +286,44 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
                     continue
                 questions += 1
                 category = CATEGORIES.get(qa["category"], str(qa["category"]))
+                ranked_by = {}
                 for mode in modes:
                     started = time.perf_counter()
-                    if mode == BARE:
-                        ranked = [dia_of.get(i) for i in bare_search(conn, qa["question"], max(KS))]
-                    else:
-                        found = search_messages(
-                            conn, settings, user_id=user_id, query=qa["question"], limit=max(KS), mode=mode
-                        )
-                        ranked = [dia_of.get(r.id) for r in found]
+                    ranked = ranking(conn, settings, mode, user_id, qa["question"], dia_of)
                     latency[mode].append((time.perf_counter() - started) * 1000)
+                    ranked_by[mode] = ranked
                     for k in KS:
                         hit = len(evidence & set(ranked[:k])) / len(evidence)
                         for group in mine:
                             recall[group][mode][k].setdefault(category, []).append(hit)
                 shown = retrieve_context(conn, settings, user_id=user_id, query=qa["question"])
                 prompt_items.append(len(shown))
-                reached = {dia_of.get(r.id) for r in shown if r.source_type == "message"}
+                ranked_by[PROMPT] = [dia_of.get(r.id) for r in shown if r.source_type == "message"]
+                reached = set(ranked_by[PROMPT])
                 for group in mine:
                     recall[group][PROMPT]["all"].setdefault(category, []).append(
                         len(evidence & reached) / len(evidence)
                     )
+                for mode, ranked in ranked_by.items():
+                    won = newest_value(qa, evidence, ranked, speaker_of, order_of)
+                    for group in mine if won is not None else ():
+                        newest[group][mode].append(float(won))
+                dumped.append(
+                    {"sample": sample["sample_id"], "question": qa["question"], "category": category}
+                    | {"evidence": sorted(evidence), "answer": str(qa.get("answer", ""))[:300]}
+                    | {"ranked": {m: r[:10] for m, r in ranked_by.items()}}
+                )
             for message in small_talk:  # against this conversation as a populated memory
                 small_talk_items.append(len(retrieve_context(conn, settings, user_id=user_id, query=message)))
+        if save_queries:
+            save_queries()
         close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
+    if dump:
+        dump.write_text("".join(json.dumps(d) + "\n" for d in dumped))
 
     print(
-        f"LoCoMo retrieval: {data_file.name}, {len(samples)} conversations, {turns} turns, "
+        f"LoCoMo retrieval: {data_file.name}, {len(samples)} conversations, {turns} turns indexed, "
         f"{questions} questions ({skipped} without evidence skipped)"
     )
     print(
@@ -224,6 +332,9 @@ def main(data_file: Path, conversations: int | None, tuned: int) -> None:
     )
     for group in groups:
         print_table(f"\n{group}:", recall[group], [*modes, PROMPT])
+        if newest[group]["hybrid"]:
+            figures = ", ".join(f"{m} {mean(v):.3f}" for m, v in newest[group].items())
+            print(f"{NEWEST} ({len(newest[group]['hybrid'])} questions, updated turn first): {figures}")
     print(f"\nprompt: {mean(prompt_items):.1f} items on average reach the prompt (k = all of them)")
     print(
         f"small talk ({len(small_talk)} messages of {SMALL_TALK.name} x {len(samples)} memories): "

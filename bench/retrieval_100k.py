@@ -1,6 +1,10 @@
 """Retrieval latency with 100k stored messages of the asking user (query embedding included).
 
-    .venv/bin/python bench/retrieval_100k.py [--messages 100000] [--queries 300]
+    .venv/bin/python bench/retrieval_100k.py [--messages 100000] [--queries 300] [--busy]
+
+`--busy` times the same searches with a busy loop per core running beside them (other work on
+the machine: a sandbox command, another process) and Ash's own indexing going on at the same
+time (long answers stored and embedded in a thread of this process, as the memory service does).
 
 Builds a temporary database holding N messages of one user (plus 10k of four other users)
 and times the production retrieval path: `search_messages` (hybrid: FTS5 BM25 + binary-vec0
@@ -16,10 +20,14 @@ layout); LoCoMo (bench/locomo.py) measures the real per-turn indexing cost.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -114,10 +122,48 @@ def report(label: str, values: list[float]) -> None:
     print(f"{label:<44} p50 {statistics.median(values):6.1f} ms   p95 {p95:6.1f} ms")
 
 
+@contextlib.contextmanager
+def busy_machine(settings, enabled: bool):
+    """A busy loop per core in other processes, and this process indexing long answers in a thread."""
+    if not enabled:
+        yield
+        return
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    stop = threading.Event()
+    indexed = []
+
+    def index_answers() -> None:
+        from lib.memory import store
+        from lib.memory.api import record_turn
+
+        side = connect(settings.database_path)
+        session = store.open_session(side, "bench", "busy", "999999", "private")
+        answer = "Here is how to do it. " + " ".join(f"Step {n}: run the command and check the log." for n in range(70))
+        while not stop.is_set():
+            record_turn(
+                side, settings, session_id=session.id, user_id="999999", user_text="And then?", answer_text=answer
+            )
+            indexed.append(1)
+        side.close()
+
+    worker = threading.Thread(target=index_answers, daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        worker.join()
+        for loop in loops:
+            loop.kill()
+        print(f"busy: {len(loops)} busy loops, {len(indexed)} turns indexed beside the searches")
+
+
 @click.command()
 @click.option("--messages", type=int, default=100_000, help="Messages of the asking user.")
 @click.option("--queries", type=int, default=300, help="Queries to time.")
-def main(messages: int, queries: int) -> None:
+@click.option("--busy", is_flag=True, help="A busy loop per core and indexing running beside the searches.")
+@click.option("--pool", type=int, default=POOL, help="Real sentences embedded for the perturbed vectors.")
+def main(messages: int, queries: int, busy: bool, pool: int) -> None:
     """Build a database with MESSAGES messages of one user and time retrieval on it."""
     rng = np.random.default_rng(7)
     words = vocabulary()
@@ -126,7 +172,7 @@ def main(messages: int, queries: int) -> None:
         conn = connect(settings.database_path)
         migrate.migrate(conn)
         started = time.perf_counter()
-        pool_texts = sentences(rng, words, POOL)
+        pool_texts = sentences(rng, words, pool)
         pool_vectors = get_embedder(settings).embed(pool_texts)
         embed_seconds = time.perf_counter() - started
         started = time.perf_counter()
@@ -146,17 +192,18 @@ def main(messages: int, queries: int) -> None:
         def run(mode):
             return lambda q: search_messages(conn, settings, user_id=USER, query=q, limit=10, mode=mode)
 
-        report("search_messages fts only", timed(run("fts"), asked))
-        report("search_messages vector only (query embedded)", timed(run("vector"), asked))
-        report(
-            "retrieve_context (messages + knowledge)",
-            timed(lambda q: retrieve_context(conn, settings, user_id=USER, query=q), asked),
-        )
-        hybrid = timed(run("hybrid"), asked)
-        report("search_messages hybrid (query embedded)", hybrid)
+        with busy_machine(settings, busy):
+            report("search_messages fts only", timed(run("fts"), asked))
+            report("search_messages vector only (query embedded)", timed(run("vector"), asked))
+            report(
+                "retrieve_context (messages + knowledge)",
+                timed(lambda q: retrieve_context(conn, settings, user_id=USER, query=q), asked),
+            )
+            hybrid = timed(run("hybrid"), asked)
+            report("search_messages hybrid (query embedded)", hybrid)
         close_side_connections()  # hybrid searches' second connections, before the file goes
         conn.close()
-    print(f"hybrid retrieval p50 at {messages} messages: {statistics.median(hybrid):.1f} ms")
+    print(f"hybrid retrieval p50 at {messages} messages{' (busy)' if busy else ''}: {statistics.median(hybrid):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def _drop_vector_tables(conn: apsw.Connection) -> None:
     with conn:
         for name in virtual:  # dropping the vec0 table drops its shadow tables
             conn.execute(f'DROP TABLE "{name}"')
-        conn.execute("UPDATE search_chunks SET embedded = 0")
+        conn.execute("UPDATE search_chunks SET embedded = 0 WHERE embedded = 1")  # 2: full text only
         conn.execute("DELETE FROM meta WHERE key LIKE 'vectors.%'")
 
 

@@ -108,6 +108,17 @@ def not_in_notes(retrieved: list[SearchResult], notes: str) -> list[SearchResult
     return [r for r in retrieved if not (r.source_type == "knowledge" and _note_text(r.content) in said)]
 
 
+def not_sent_now(retrieved: list[SearchResult], untrusted: tuple[str, ...]) -> list[SearchResult]:
+    """Leave out the sections of a document sent with this very message: its text is in the turn
+    already (lib/telegram/reading.py), and its sections, kept in memory a moment before, matched
+    the turn's text best of all and came back as "remembered" (`untrusted` names it
+    "document NAME", lib/agent/contract.py)."""
+    sent = {item.removeprefix("document ") for item in untrusted if item.startswith("document ")}
+    if not sent:
+        return retrieved
+    return [r for r in retrieved if not (r.metadata.get("source") == "document" and r.metadata.get("file") in sent)]
+
+
 def prompt_notes(profile: Profile | None, turn: TurnInput) -> str:
     """The profile notes a prompt carries: the asker's own, never in a group (everyone reads it)."""
     return profile.notes.strip() if profile and not is_group(turn.chat_type) else ""

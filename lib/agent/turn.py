@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from lib.agent.contract import Approvals, OutputSink, SourcesShown, ToolWatcher, TurnInput, TurnResult
 from lib.agent.pending import TurnState
 from lib.agent.presets import chat_preset
-from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, prompt_notes, speaker_name
+from lib.agent.prompt import build_system_prompt, is_owner, not_in_notes, not_sent_now, prompt_notes, speaker_name
 from lib.agent.steps import CUT_NOTICES, REFUSED, STEP_LIMIT, Keep, Loop, run_steps
 from lib.agent.usage import over_budget
 from lib.llm.types import ImageBlock, Message, TextBlock
@@ -82,6 +82,7 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
         retrieved = []
     in_window = {m.id for m in loaded}
     retrieved = [r for r in retrieved if not (r.source_type == "message" and r.id in in_window)]
+    retrieved = not_sent_now(retrieved, turn.untrusted)
     tools = offered_tools(runtime) if turn.tools else []
     system = build_system_prompt(
         settings,

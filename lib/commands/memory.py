@@ -55,14 +55,17 @@ def memory_list(user_id: str | None, include_inactive: bool, limit: int) -> None
 @user_option()
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most results shown.")
 def memory_search(query: str, user_id: str | None, limit: int) -> None:
-    """Search what a user may see of the knowledge base (hybrid: words and meaning)."""
+    """Search what a user may see of the knowledge base (hybrid: words and meaning); only entries
+    that pass the relevance floor a prompt applies are listed."""
     from lib.memory import knowledge
     from lib.memory.api import search_knowledge
 
     settings = settings_or_exit()
     conn = open_db(settings)
     user = resolve_user(settings, user_id)
-    results = search_knowledge(conn, settings, user_id=user, query=query, limit=limit)
+    # The floor a prompt applies (lib/memory/search/relevance.py): fused scores are relative, so
+    # without it every search "found" its best entries, unrelated ones with high scores.
+    results = search_knowledge(conn, settings, user_id=user, query=query, limit=limit, floor=True)
     shown = 0
     for result in results:
         entry = knowledge.get(conn, result.id)
@@ -70,7 +73,7 @@ def memory_search(query: str, user_id: str | None, limit: int) -> None:
             click.echo(_line(entry, result.score))
             shown += 1
     if not shown:
-        click.echo("nothing found")
+        click.echo(f"nothing found for {query!r}: no entry holds a rare word of it or comes close in meaning")
 
 
 @memory.command("add")

@@ -18,6 +18,7 @@ from lib.memory import reinforce, store
 from lib.memory.extraction import enqueue as enqueue_extraction
 from lib.memory.search.chunking import speaker
 from lib.memory.search.embeddings import get_embedder
+from lib.memory.search.excerpt import shortened
 from lib.memory.search.index import index_messages, index_status, reindex_all
 from lib.memory.search.parallel import close_side_connections
 from lib.memory.search.retrieval import search_all, search_knowledge, search_messages
@@ -70,6 +71,8 @@ def retrieve_context(
     if budget <= 0 or not query.strip():
         return []
     found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
+    # A long message goes in as its part that matches (lib/memory/search/excerpt.py).
+    found = [shortened(result, query) for result in found]
     kept: list[SearchResult] = []
     spent = 0
     # Best first: whatever does not fit is the least relevant, so it is what gets cut.

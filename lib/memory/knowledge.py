@@ -331,13 +331,23 @@ def stats(conn: apsw.Connection, owner_user_id: str | None = None) -> dict:
     return counts
 
 
+def _as_said(line: str) -> str:
+    """A note line or a fact as words (case, spacing and a list dash aside), for telling the same one apart."""
+    return " ".join(line.strip().removeprefix("- ").split()).casefold()
+
+
 def describe_user(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
-    """What Ash knows about a person, as plain text: profile notes and active facts."""
+    """What Ash knows about a person, as plain text: profile notes and active facts, each once.
+
+    Extraction keeps a fact both as an entry and as a line of the notes: the line is left out of
+    Notes, and the fact listed under Facts with its number (what /forget needs)."""
     profile = store.get_profile(conn, user_id)
     facts = active_facts(conn, user_id)
     parts = []
-    if profile and profile.notes.strip():
-        parts.append("Notes:\n" + profile.notes.strip())
+    known = {_as_said(fact.content) for fact in facts}
+    notes = [line for line in (profile.notes if profile else "").splitlines() if _as_said(line) not in known]
+    if "\n".join(notes).strip():
+        parts.append("Notes:\n" + "\n".join(notes).strip())
     if facts:
         lines = []
         for fact in facts:

@@ -52,7 +52,7 @@ from datetime import date, datetime
 import apsw
 
 from lib.db import rows
-from lib.memory.search import when
+from lib.memory.search import asker, when
 
 # Measured on the three LoCoMo dev conversations used for tuning (bench/locomo.py):
 # hybrid R@10 0.771 -> 0.791 (neighbours), 0.797 (speaker), 0.816 (both, with VECTOR_WEIGHT 0.5).
@@ -107,15 +107,24 @@ def asking_share(text: str) -> float:
 
 
 def spread_to_neighbours(
-    conn: apsw.Connection, owner: str, scores: dict[int, float], by_id: dict[int, dict]
+    conn: apsw.Connection, owner: str, scores: dict[int, float], by_id: dict[int, dict], stating_role: str | None = None
 ) -> dict[int, float]:
     """Each candidate's score plus NEIGHBOUR_SHARE of its neighbours' scores (ANSWER_SHARE of a
     turn before it that asks), less QUESTION_DISCOUNT x the share of it that asks; neighbours
-    that were not candidates join with their share (their rows are added to `by_id`)."""
+    that were not candidates join with their share (their rows are added to `by_id`).
+
+    The turns of `stating_role` count as statements even when they ask: a person asking Ash
+    about themself ("What time should I go?") is answered by what they said in their own turns
+    ("I'm going at 4 PM, is that ok?"), not by Ash's reply to it (lib/memory/search/asker.py)."""
     if not scores or not NEIGHBOUR_SHARE:
         return scores
     _read_rows(conn, owner, scores, by_id)
-    asking = {ref: asking_share(by_id[ref]["content"]) for ref in scores if ref in by_id}
+
+    def asking_of(ref: int) -> float:
+        row = by_id[ref]
+        return 0.0 if row["role"] == stating_role else asking_share(row["content"])
+
+    asking = {ref: asking_of(ref) for ref in scores if ref in by_id}
     spread = dict(scores)
     for ref, before, after in _around(conn, owner, scores):
         if before is not None:
@@ -124,7 +133,7 @@ def spread_to_neighbours(
             share = ANSWER_SHARE if asking[ref] else NEIGHBOUR_SHARE
             spread[after] = spread.get(after, 0.0) + share * scores[ref]
     _read_rows(conn, owner, spread, by_id)
-    asking |= {ref: asking_share(by_id[ref]["content"]) for ref in spread if ref in by_id and ref not in asking}
+    asking |= {ref: asking_of(ref) for ref in spread if ref in by_id and ref not in asking}
     return {ref: score - QUESTION_DISCOUNT * asking[ref] for ref, score in spread.items() if ref in by_id}
 
 
@@ -227,7 +236,7 @@ def rank(
 ) -> dict[int, float]:
     """Every adjustment above, in order: neighbours, the named speaker, the asked time, strong
     sessions (may add neighbours' rows to `by_id`)."""
-    scores = spread_to_neighbours(conn, owner, scores, by_id)
+    scores = spread_to_neighbours(conn, owner, scores, by_id, asker.stating_role(query))
     scores = prefer_named_speaker(scores, by_id, query)
     scores = prefer_asked_time(scores, by_id, query, local, today)
     return prefer_strong_sessions(scores, by_id)

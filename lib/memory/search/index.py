@@ -3,6 +3,9 @@
 Everything here can be rebuilt from `messages` and `memories` (`reindex_all`). Embeddings are
 best effort: when the provider is down a chunk is written without a vector (full-text search
 still finds it) and `backfill_vectors` adds the vector later.
+
+`search_chunks.embedded`: 0 waiting for its vector, 1 has one, FULL_TEXT_ONLY (2) never gets one:
+the later pieces of a long message are found by their words (chunking.VECTOR_PIECES).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from lib.memory.search.embeddings import content_hash, embed_texts, model_key
 log = logging.getLogger("ash.memory.index")
 
 INDEXED_ROLES = ("user", "assistant")
+WAITING, EMBEDDED, FULL_TEXT_ONLY = 0, 1, 2
 REINDEX_BATCH = 256
 
 MESSAGES_SQL = """
@@ -52,6 +56,7 @@ INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, conten
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 """
 UNEMBEDDED_SQL = "SELECT id, kind, owner_user_id, content FROM search_chunks WHERE embedded = 0 ORDER BY id LIMIT ?"
+VECTOR_CHUNKS_SQL = "SELECT count(*) FROM search_chunks WHERE embedded != 2"  # FULL_TEXT_ONLY
 MARK_EMBEDDED_SQL = "UPDATE search_chunks SET embedded = 1 WHERE id = ? AND embedded = 0"
 ORPHAN_CHUNKS_SQL = """
 SELECT id FROM search_chunks c WHERE
@@ -68,6 +73,7 @@ class _Chunk:
     owner: str | None
     content: str
     created_at: str
+    vector: bool = True  # False: found by its words alone (chunking.vector_pieces)
 
 
 def _vectors_ready(conn: apsw.Connection, settings: Settings) -> bool:
@@ -123,9 +129,11 @@ def _message_chunks(
         after = _neighbour(conn, AFTER_SQL, row)
         said = local_moment(row["created_at"], settings)
         times = when.annotation(text, said)
-        pieces = chunking.message_chunks(label, text, before, after, _day(said), times)
+        opening = chunking.opening_chars(row["role"])
+        pieces = chunking.message_chunks(label, text, before, after, _day(said), times, opening)
+        with_vector = chunking.vector_pieces(row["role"])
         chunks += [
-            _Chunk("message", row["id"], i, row["owner_user_id"], piece, row["created_at"])
+            _Chunk("message", row["id"], i, row["owner_user_id"], piece, row["created_at"], i < with_vector)
             for i, piece in enumerate(pieces)
         ]
     return [r["id"] for r in found], chunks
@@ -163,13 +171,16 @@ def _write(
 
     With `embed=False` the chunks are written for full-text search only and `backfill_vectors`
     embeds them later."""
-    with_vectors = embed and bool(chunks) and _vectors_ready(conn, settings)
-    embedded = embed_texts(conn, settings, [c.content for c in chunks]) if with_vectors else None
+    wanted = [c for c in chunks if c.vector]
+    with_vectors = embed and bool(wanted) and _vectors_ready(conn, settings)
+    found = embed_texts(conn, settings, [c.content for c in wanted]) if with_vectors else None
+    embedded = None if found is None else dict(zip(map(id, wanted), found, strict=True))
     # It reads before it writes: take the write lock first so another process cannot stale it.
     with immediate(conn):
         for ref_id in ref_ids:
             _unindex(conn, kind, ref_id)
-        for i, chunk in enumerate(chunks):
+        for chunk in chunks:
+            state = (EMBEDDED if embedded is not None else WAITING) if chunk.vector else FULL_TEXT_ONLY
             conn.execute(
                 INSERT_CHUNK_SQL,
                 (
@@ -180,11 +191,11 @@ def _write(
                     chunk.content,
                     content_hash(chunk.content),
                     chunk.created_at,
-                    int(embedded is not None),
+                    state,
                 ),
             )
-            if embedded is not None:
-                vectors.insert(conn, conn.last_insert_rowid(), chunk.owner, chunk.kind, embedded[i])
+            if state == EMBEDDED:
+                vectors.insert(conn, conn.last_insert_rowid(), chunk.owner, chunk.kind, embedded[id(chunk)])
 
 
 def index_messages(conn: apsw.Connection, settings: Settings, message_ids: list[int], *, embed: bool = True) -> None:
@@ -294,6 +305,7 @@ def index_status(conn: apsw.Connection, settings: Settings) -> dict:
     key = model_key(settings)
     stored = vectors.stored_model(conn)
     chunk_count = conn.execute("SELECT count(*) FROM search_chunks").fetchone()[0]
+    want_vectors = conn.execute(VECTOR_CHUNKS_SQL).fetchone()[0]
     vector_count = vectors.count(conn)
     status = {
         "configured_model": key[0] if key else None,
@@ -313,9 +325,9 @@ def index_status(conn: apsw.Connection, settings: Settings) -> dict:
             f"the vector index was built with {stored[0]} ({stored[1]} dimensions) but [embeddings] asks for "
             f"{key[0]} ({key[1]}): semantic search is off until you run `ash memory reindex`"
         )
-    elif key is not None and vector_count < chunk_count:
+    elif key is not None and vector_count < want_vectors:
         status["message"] = (
-            f"{chunk_count - vector_count} chunks have no vector yet (embeddings were unavailable); "
+            f"{want_vectors - vector_count} chunks have no vector yet (embeddings were unavailable); "
             "they are filled in as the service comes back, or run `ash memory reindex`"
         )
     elif key is None:

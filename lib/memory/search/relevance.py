@@ -39,6 +39,12 @@ import apsw
 
 RARE_SHARE = 0.002
 RARE_COUNT = 3
+# Once a question is about something in memory, the best this many messages pass as they are.
+# The floor's rare words and cosines were set on LoCoMo's short turns; in assistant chats (BEAM)
+# the user's words ("budget", "Ultraboost") are in dozens of Ash's answers, so not rare, and a
+# long chunk's cosine is low: the floor kept 0.384 of the evidence where the hybrid top 10 held
+# 0.487. What reaches the prompt must hold at least what the top 10 holds.
+KEEP_BEST = 10
 
 
 class CosineFloor(NamedTuple):
@@ -80,6 +86,13 @@ def rare_terms(conn: apsw.Connection, terms: list[str]) -> list[str]:
 def expression(terms: list[str]) -> str | None:
     """An FTS5 expression matching any of `terms` (already plain words)."""
     return " OR ".join(f'"{t}"' for t in terms) or None
+
+
+def with_best(allowed: set[int] | None, scores: dict[int, float]) -> set[int] | None:
+    """`allowed` (items past the floor) plus the KEEP_BEST best of `scores` (None stays None: no floor)."""
+    if allowed is None:
+        return None
+    return allowed | set(sorted(scores, key=lambda ref: -scores[ref])[:KEEP_BEST])
 
 
 def relevant(rare_matches: set[int], cosines: dict[int, float], floor: CosineFloor = DEFAULT_FLOOR) -> set[int] | None:

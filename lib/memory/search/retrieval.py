@@ -22,7 +22,7 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import now_iso, rows
-from lib.memory.search import conversation, fusion, index, parallel, relevance, vectors
+from lib.memory.search import asker, conversation, fusion, index, parallel, relevance, vectors
 from lib.memory.search.embeddings import embed_texts, model_key
 from lib.memory.search.words import fts_query, query_terms
 from lib.memory.types import SearchResult
@@ -159,8 +159,10 @@ def search_messages(
 
     def in_conversation(scores: dict[int, float]) -> dict[int, float]:
         if mode == "hybrid":  # the single rankers stay plain, for comparison
-            scores = conversation.rank(conn, user_id, scores, by_id, query, local, datetime.now(UTC).date())
-        return fusion.within(scores, allowed)
+            today = datetime.now(UTC).date()
+            scores = conversation.rank(conn, user_id, scores, by_id, query, local, today)
+            scores = asker.prefer_newest_statement(asker.prefer_askers_turns(scores, by_id, query), by_id, query, today)
+        return fusion.within(scores, relevance.with_best(allowed, scores))
 
     def local(created_at: str) -> datetime | None:
         return index.local_moment(created_at, settings)

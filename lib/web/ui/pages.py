@@ -48,7 +48,8 @@ def person(conn: apsw.Connection, settings: Settings, user_id: str, query: str) 
     if query.strip():
         from lib.memory.api import search_knowledge
 
-        found = search_knowledge(conn, settings, user_id=user_id, query=query, limit=50)
+        # The prompt's relevance floor: an unrelated entry is not listed as a match ("Nothing matches.").
+        found = search_knowledge(conn, settings, user_id=user_id, query=query, limit=50, floor=True)
         entries = [e for r in found if (e := knowledge.get(conn, r.id)) is not None and e.owner_user_id == user_id]
     else:
         entries = knowledge.list_entries(conn, owner_user_id=user_id, include_inactive=True, limit=500)

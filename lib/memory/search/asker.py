@@ -1,0 +1,101 @@
+"""A question about the asker themself: their own words first, and their newest word on it.
+
+The kinds of miss this answers (BEAM assistant chats, bench/locomo.py, read by hand):
+
+- Between a person and Ash, the person's facts are in their own turns ("I'm going to Foot Locker
+  at 4 PM next Saturday, is that a good idea?"); Ash's long answers around them repeat the same
+  words many times over, and a question in the first person ("What time should I plan to visit
+  Foot Locker?") found the answers first. "I", "my", "me" name the person who asks, as a first
+  name names a speaker (conversation.SPEAKER_BONUS): the user's turns get OWN_TURN_BONUS.
+  Questions about two other people (LoCoMo: "What did Caroline research?") never say "I", so
+  nothing changes there, nor for a question about what "we" discussed, whose answer includes
+  Ash's advice ("a summary of the options we've talked about"). For the same reason the
+  question step of lib/memory/search/conversation.py (a turn that asks lends its score to the
+  reply) does not take the user's turns for mere questions then: "I'm going at 4 PM, is that
+  ok?" asks, but it is where the fact is.
+- A person's values change ("my budget is $500" ... "I've increased my budget to $650"), and the
+  question asks for the value now. Both turns share the question's words; the older one often
+  matched better. Among the user's candidate turns that say the same asked-about things (at
+  least NEWER_MIN_SHARED of the question's words, or all it matched when fewer), a newer one is
+  put just above the older ones, unless the question asks about the past ("first",
+  "originally", "did", "in April 2023"). A bonus (+0.2) was not enough: the older turn often
+  says more of the question's words ("my annual budget" against "raised the budget").
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from lib.memory.search import when
+from lib.memory.search.words import stems
+
+# As much as a question naming a speaker gives that speaker's turns (conversation.SPEAKER_BONUS).
+OWN_TURN_BONUS = 0.3
+NEWEST_FIRST = True
+# How far above the turn it updates an update is put (a tie-breaker's size, not a bonus).
+NEWER_MARGIN = 0.01
+NEWER_MIN_SHARED = 2
+# The newest statement is looked for among this many of the best user turns.
+NEWER_AMONG = 10
+ASKER_ROLE = "user"
+# For a question about the asker, the user's turns that ask are statements all the same.
+STATING = True
+
+# "I" only as a capital (an "i" is a typo or a list marker), the rest in any case.
+_FIRST_PERSON = re.compile(r"(?<![\w'])(?:I(?:'m|'ve|'d|'ll)?|(?i:me|my|mine|myself))(?![\w'])")
+_TOGETHER = re.compile(r"\b(we|we've|we'd|us|our|ours)\b", re.IGNORECASE)
+_ABOUT_THE_PAST = re.compile(
+    r"\b(first|originally|original|initially|initial|before|previous|previously|earlier|used to|at the start|"
+    r"old|change[ds]?|changing|over time|history|order|did|was|were)\b",
+    re.IGNORECASE,
+)
+
+
+def about_the_asker(query: str) -> bool:
+    """The question speaks of the person asking ("I", "my", "me"), not of what they and Ash said
+    together ("we", "our conversations": Ash's advice is part of the answer then)."""
+    return bool(_FIRST_PERSON.search(query)) and not _TOGETHER.search(query)
+
+
+def stating_role(query: str) -> str | None:
+    """The role whose turns state the asker's facts even when they ask (conversation's question
+    step): the user's, for a question about the asker; None otherwise."""
+    return ASKER_ROLE if STATING and about_the_asker(query) else None
+
+
+def prefer_askers_turns(scores: dict[int, float], by_id: dict[int, dict], query: str) -> dict[int, float]:
+    """OWN_TURN_BONUS for the user's turns when the question is about the asker."""
+    if not OWN_TURN_BONUS or not about_the_asker(query):
+        return scores
+    return {ref: score + OWN_TURN_BONUS * (by_id[ref]["role"] == ASKER_ROLE) for ref, score in scores.items()}
+
+
+def asks_about_now(query: str, today: date) -> bool:
+    """A question about the asker's present: in the first person, not in the past tense, naming
+    no past ("originally", "before") and no time ("in April 2023": lib/memory/search/when.py)."""
+    return about_the_asker(query) and not _ABOUT_THE_PAST.search(query) and not when.spans_in_query(query, today)
+
+
+def prefer_newest_statement(
+    scores: dict[int, float], by_id: dict[int, dict], query: str, today: date
+) -> dict[int, float]:
+    """A user turn that speaks again of what an older candidate user turn said about the
+    question's subject is put just above it (the update outranks the value it replaced)."""
+    if not NEWEST_FIRST or not asks_about_now(query, today):
+        return scores
+    wanted = stems(query)
+    best = sorted((r for r in scores if by_id[r]["role"] == ASKER_ROLE), key=lambda r: -scores[r])[:NEWER_AMONG]
+    said = {ref: wanted & stems(by_id[ref]["content"]) for ref in best}
+    adjusted = dict(scores)
+    for ref in sorted(best, key=lambda r: by_id[r]["created_at"]):  # oldest first: a chain of updates
+        older = [
+            o
+            for o in best
+            if by_id[o]["created_at"] < by_id[ref]["created_at"]
+            and len(said[ref] & said[o]) >= min(NEWER_MIN_SHARED, len(said[o]))
+            and said[ref] & said[o]
+        ]
+        if older:
+            adjusted[ref] = max(adjusted[ref], max(adjusted[o] for o in older) + NEWER_MARGIN)
+    return adjusted

@@ -1,0 +1,106 @@
+"""A question about the asker (lib/memory/search/asker.py): in a chat between a person and Ash,
+"I" and "my" mean the person, whose own turns hold their facts, and their newest word on a
+subject outranks the one it replaced. Small synthetic chats over a real SQLite file and the
+real write path, full-text ranking alone (embeddings off), so what moves is the asker step."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+import pytest
+
+from lib.memory import store
+from lib.memory.search import asker, index, retrieval
+from tests.support.memory_retrieval import open_db, settings_with
+
+OWNER = "42"
+# Ash's answer: long, and full of the words the person used (as BEAM's assistant turns are).
+LONG = (
+    "Visiting Foot Locker on a Saturday is a good plan. Saturday afternoons at Foot Locker can be busy, "
+    "so a visit early or late in the day gives you time to try both pairs. Before the visit, check which "
+    "Foot Locker has your size in stock; on Saturday the staff may have less time. "
+) * 3
+
+
+@pytest.fixture
+def db(ash_home):
+    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
+    with closing(open_db(settings)) as conn:
+        yield settings, conn
+
+
+def chat(conn, settings, chat_id: str, turns: list[tuple[str, str]], day: str) -> list[int]:
+    """One session of (role, text) turns said on `day`, stored and indexed; their ids."""
+    session = store.open_session(conn, "telegram", chat_id, OWNER, "private")
+    ids = [
+        store.add_message(conn, session.id, OWNER, role, text, created_at=f"{day}T10:{i:02d}:00.000Z")
+        for i, (role, text) in enumerate(turns)
+    ]
+    index.index_messages(conn, settings, ids)
+    return ids
+
+
+def ranked(conn, settings, query: str) -> list[int]:
+    return [r.id for r in retrieval.search_messages(conn, settings, user_id=OWNER, query=query, limit=10)]
+
+
+def test_a_question_in_the_first_person_finds_the_persons_own_turn_before_ashs_answers(db, monkeypatch):
+    settings, conn = db
+    said, answer = chat(
+        conn,
+        settings,
+        "shoes",
+        [
+            ("user", "I'm going to Foot Locker next Saturday at 4 PM to try both pairs, is that ok?"),
+            ("assistant", LONG),
+        ],
+        "2024-04-01",
+    )
+    other = [
+        ("user", "The Saturday market had good coffee."),
+        ("assistant", "Nice! Markets are fun on a Saturday."),
+        ("user", "What time does the pharmacy open?"),
+        ("assistant", "Most open at 9."),
+    ]
+    chat(conn, settings, "other", other, "2024-03-01")
+    question = "What time should I visit Foot Locker on Saturday?"
+
+    assert ranked(conn, settings, question)[0] == said
+    # The mechanism removed (the user's asking turn taken for a mere question, no bonus for
+    # their own turns): Ash's answer, which repeats the words, comes first.
+    monkeypatch.setattr(asker, "OWN_TURN_BONUS", 0.0)
+    monkeypatch.setattr(asker, "STATING", False)
+    assert ranked(conn, settings, question)[0] == answer
+    # Here it takes both parts: either alone leaves Ash's answer first.
+    monkeypatch.setattr(asker, "OWN_TURN_BONUS", 0.3)
+    assert ranked(conn, settings, question)[0] == answer
+    monkeypatch.setattr(asker, "OWN_TURN_BONUS", 0.0)
+    monkeypatch.setattr(asker, "STATING", True)
+    assert ranked(conn, settings, question)[0] == answer
+
+
+def test_a_question_about_someone_else_is_left_alone(db):
+    assert asker.about_the_asker("What time should I visit Foot Locker?")
+    assert asker.about_the_asker("Where's my passport?")
+    assert not asker.about_the_asker("What did Caroline research?")
+    assert not asker.about_the_asker("Can you sum up the options we've talked about for my runs?")
+    assert not asker.about_the_asker("When did Melanie paint a sunrise? i.e. which year")
+
+
+def test_the_newest_value_outranks_the_one_it_replaced(db, monkeypatch):
+    settings, conn = db
+    (old,) = chat(conn, settings, "march", [("user", "My annual sneaker budget is $500, all in.")], "2024-03-01")
+    chat(conn, settings, "chat", [("user", "Which laces go with white sneakers?")], "2024-03-10")
+    (new,) = chat(conn, settings, "may", [("user", "I raised the sneaker budget to $650.")], "2024-05-01")
+    question = "What is my annual sneaker budget?"
+
+    found = ranked(conn, settings, question)
+    assert found.index(new) < found.index(old)
+    # The mechanism removed: the older turn, which says "annual" too, wins.
+    monkeypatch.setattr(asker, "NEWEST_FIRST", False)
+    found = ranked(conn, settings, question)
+    assert found.index(old) < found.index(new)
+    # A question about the past is not turned around.
+    monkeypatch.undo()
+    found = ranked(conn, settings, "What was my original annual sneaker budget?")
+    assert found.index(old) < found.index(new)
