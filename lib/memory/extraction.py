@@ -252,17 +252,7 @@ async def _store(
     def store_fact() -> int:
         conn = db.conn()
         with immediate(conn):
-            new_id = knowledge.add(
-                conn,
-                settings,
-                fact.content,
-                owner_user_id=user_id,
-                subject=fact.subject,
-                confidence=fact.confidence,
-                source="extraction",
-                source_message_id=fact.message_id,
-                actor=EXTRACTION_ACTOR,
-            )
+            new_id = _add_fact(conn, settings, user_id, fact)
             for old_id in replaced:
                 knowledge.supersede(conn, old_id, new_id, actor=EXTRACTION_ACTOR, source_message_id=fact.message_id)
             _update_notes(conn, user_id, [fact.content], removed)
@@ -277,21 +267,25 @@ async def _store(
     report.superseded.update(dict.fromkeys(replaced, new_id))
 
 
+def _add_fact(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact, **where: str) -> int:
+    """Store an extracted fact as knowledge (`where`: its origin and status when not the defaults)."""
+    return knowledge.add(
+        conn,
+        settings,
+        fact.content,
+        owner_user_id=user_id,
+        subject=fact.subject,
+        confidence=fact.confidence,
+        source="extraction",
+        source_message_id=fact.message_id,
+        actor=EXTRACTION_ACTOR,
+        **where,
+    )
+
+
 def _store_pending(conn: apsw.Connection, settings: Settings, user_id: str, fact: Fact, report: Report) -> None:
     try:
-        new_id = knowledge.add(
-            conn,
-            settings,
-            fact.content,
-            owner_user_id=user_id,
-            subject=fact.subject,
-            confidence=fact.confidence,
-            source="extraction",
-            source_message_id=fact.message_id,
-            actor=EXTRACTION_ACTOR,
-            origin=review.origin_of(fact.outside),
-            status="pending",
-        )
+        new_id = _add_fact(conn, settings, user_id, fact, origin=review.origin_of(fact.outside), status="pending")
     except screen.Refused:
         report.dropped += 1  # a secret, or an instruction from outside content
         return
