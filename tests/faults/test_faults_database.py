@@ -69,7 +69,8 @@ def _stored(home: Path) -> set[int]:
 def _fill(directory: Path) -> Path:
     """Write a file until the file system is full."""
     filler = directory / "filler"
-    with filler.open("wb") as out:
+    # Unbuffered: closing a buffered file on a full disk raised ENOSPC again, out of this function.
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)
@@ -86,8 +87,9 @@ def _post_all(client: TestClient, ids: range) -> dict[int, int]:
 def test_disk_full_answers_503_and_acknowledges_nothing_unstored(client: TestClient, small_fs: Path):
     home = small_fs / "home"
     assert _post_all(client, range(1, 4)) == {1: 200, 2: 200, 3: 200}
+    filler = small_fs / "filler"
     with contextlib.suppress(OSError):
-        filler = _fill(small_fs)
+        _fill(small_fs)
     # Keep writing until SQLite's own slack is used up; no answer may be 200 for a lost row.
     statuses = _post_all(client, range(100, 160))
     assert set(statuses.values()) <= {200, 503}
