@@ -16,6 +16,7 @@ from pathlib import Path
 
 from lib.agent.contract import TurnInput
 from lib.config import Settings
+from lib.memory import screen
 from lib.memory.scope import is_group
 from lib.memory.store import ORIGIN_OUTSIDE, Profile
 from lib.memory.types import SearchResult
@@ -124,9 +125,10 @@ def prompt_notes(profile: Profile | None, turn: TurnInput) -> str:
     return profile.notes.strip() if profile and not is_group(turn.chat_type) else ""
 
 
-def _memory_section(items: list[SearchResult]) -> str:
+def _memory_section(items: list[SearchResult], speaker: str | None) -> str:
     lines = []
     for item in items:
+        content = screen.as_retrieved(item, speaker)
         when = str(item.metadata.get("created_at", ""))[:10]
         date = f' date="{when}"' if when else ""
         source = f'source="{item.source_type}"'
@@ -137,7 +139,7 @@ def _memory_section(items: list[SearchResult]) -> str:
         if outside:
             # A stored message that held someone else's words (a forward, a quote, a file): not the person's own.
             source += f' outside="{html.escape(", ".join(map(str, outside)))}"'
-        lines.append(f"<item {source}{date}>{_quote(item.content)}</item>")
+        lines.append(f"<item {source}{date}>{_quote(content)}</item>")
     return "## What you remember that may be relevant\n<memory>\n" + "\n".join(lines) + "\n</memory>"
 
 
@@ -181,7 +183,7 @@ def build_system_prompt(
         sections.append(f"## Notes about {who}\n<notes>\n{_quote(notes)}\n</notes>")
     retrieved = not_in_notes(retrieved, notes)
     if retrieved:
-        sections.append(_memory_section(retrieved))
+        sections.append(_memory_section(retrieved, who if group else None))
     if summary:
         sections.append(f"## Summary of the earlier part of this chat\n<summary>\n{_quote(summary)}\n</summary>")
     return "\n\n".join(sections)

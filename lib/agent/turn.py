@@ -234,6 +234,7 @@ def tool_context(runtime: Runtime, turn: TurnInput, session_id: int) -> ToolCont
         http=runtime.http,
         signals=runtime.signals,
         origin="schedule" if turn.scheduled else "user",
+        speaker=speaker_name(turn) if is_group(turn.chat_type) else None,
     )
 
 

@@ -9,12 +9,20 @@
   prompts and shown on screens; a password manager is the place for these.
 - Instructions aimed at the assistant ("from now on", "always reply", "ignore previous", a tool's
   name) that come with outside content are refused: only the person gives standing instructions.
+
+What was said is kept as it was said (a forwarded message, a document's sections), but when
+retrieval brings such outside content back into a later prompt, `withhold` leaves out each
+sentence that talks to the assistant or asks for something to be remembered, and every secret:
+otherwise a rule refused as memory would still reach every prompt that retrieves the message.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+
+from lib.memory.store import ORIGIN_OUTSIDE
+from lib.memory.types import SearchResult
 
 # Format characters that change how text shows without showing themselves.
 _INVISIBLE = re.compile(
@@ -73,6 +81,23 @@ _TOOL_NAMES = re.compile(
     r"\b(?:call|use|run|invoke) (?:the )?(?:bash|web_fetch|web_search|remember|schedule|forget)\b|\b\w+__\w+\b",
     re.IGNORECASE,
 )
+
+
+# Outside content asking for something to be kept: addressed to whoever keeps memory, not a fact.
+_MEMORY_CUE = re.compile(
+    r"\b(?:remember|memori[sz]e|save|store|note down|keep|record)(?: (?:this|that|it))?"
+    r" (?:for later|permanently|forever|for good|in (?:your |the )?memory|to (?:your |the )?memory)"
+    r"|\bremember(?: this| that| it)?\s*:"
+    r"|\b(?:save|store|add|write|put)(?: it| this| that)? (?:to|in|into) (?:your |the )?memory"
+    r"|\bfor (?:your|the assistant'?s?|the ai'?s?) (?:memory|records|notes)\b"
+    r"|\b(?:preference|profile|memory) update\b|\bnote to (?:the )?(?:assistant|ai|bot|model|ash)\b"
+    r"|\bto the (?:assistant|ai|bot|model)\s*:",
+    re.IGNORECASE,
+)
+# Sentence ends and line breaks, kept by re.split so the text is put back together as it was.
+_SENTENCE_END = re.compile(r"((?<=[.!?])(?<!\b(?:Dr|Mr|Ms|St)\.)(?<!\bMrs\.)\s+|\n)")
+_PARAGRAPH_END = re.compile(r"(\n\s*\n)")
+WITHHELD = "[left out: {what}, in outside content]"
 
 
 class Refused(ValueError):
@@ -150,3 +175,51 @@ def vet(text: str, *, outside: bool) -> str:
     if outside and is_instruction(cleaned):
         raise Refused(INSTRUCTION_NOTE)
     return cleaned
+
+
+def withhold(text: str) -> str:
+    """Outside content as a later prompt may carry it: invisible characters removed, each secret
+    replaced by a marker, and from the first sentence that reads as an instruction to the assistant
+    or a request to remember something, the rest of its paragraph (what such a sentence introduces;
+    the next paragraph too when it ends in a colon) replaced by another."""
+    kept: list[str] = []
+    carry = False  # the paragraph before ended withheld, on a colon: this one is what it introduced
+    for paragraph in _PARAGRAPH_END.split(clean(text)):
+        if _PARAGRAPH_END.fullmatch(paragraph):
+            kept.append(paragraph)
+            continue
+        withholding, last = carry, ""
+        if carry:
+            kept.append(WITHHELD.format(what="an instruction to the assistant"))
+        for piece in _SENTENCE_END.split(paragraph):
+            if not piece or piece.isspace():
+                if not withholding:
+                    kept.append(piece)
+            elif withholding or is_instruction(piece) or _MEMORY_CUE.search(piece):
+                if not withholding:
+                    kept.append(WITHHELD.format(what="an instruction to the assistant"))
+                withholding, last = True, piece
+            elif (kind := secret_in(piece)) is not None:
+                kept.append(WITHHELD.format(what=kind))
+            else:
+                kept.append(piece)
+        carry = withholding and last.rstrip().endswith(":")
+    return "".join(kept)
+
+
+def held_outside(item: SearchResult, speaker: str | None) -> bool:
+    """Whether a retrieved item holds someone else's words: a forward, a quote or a file sent with
+    a message, a document's section, or (in a group, `speaker` being the asker's name there)
+    another member's message. The same rule as the outside content a turn starts with
+    (lib/agent/turn.py)."""
+    if item.metadata.get(ORIGIN_OUTSIDE) or item.metadata.get("untrusted"):
+        return True
+    if item.metadata.get("source") == "document":
+        return True
+    return item.source_type == "message" and item.metadata.get("speaker") not in (None, speaker)
+
+
+def as_retrieved(item: SearchResult, speaker: str | None) -> str:
+    """A retrieved item's text as a prompt or `recall` shows it: outside content withheld where it
+    tries to plant a rule or carries a secret; the person's own words as they were."""
+    return withhold(item.content) if held_outside(item, speaker) else item.content

@@ -51,6 +51,9 @@ class ToolContext:
     # Where a memory saved without outside content comes from: the person ("user"), or a
     # scheduled task's prompt ("schedule").
     origin: str = field(default="user", kw_only=True)
+    # The asker's name as a group's transcript shows it (None in a private chat): `recall` tells
+    # their own past messages from other members' (lib/memory/screen.py held_outside).
+    speaker: str | None = field(default=None, kw_only=True)
 
     @property
     def memory(self) -> str:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 
 from lib.config import Settings
+from lib.memory import screen
 from lib.tools.base import ToolContext, ToolResult
 
 RECALL_LIMIT = 8
@@ -113,7 +114,7 @@ class Recall:
         for r in results:
             when = str(r.metadata.get("created_at", ""))[:10]
             label = f"memory #{r.id}" if r.source_type == "knowledge" else f"message from {when or 'earlier'}"
-            lines.append(f"- [{label}] {r.content}")
+            lines.append(f"- [{label}] {screen.as_retrieved(r, context.speaker)}")
         # Asked for explicitly, a pending entry may be shown, never as something Ash knows.
         lines += [f"- [memory #{e.id}, unconfirmed: pending review, from {e.origin}] {e.content}" for e in waiting]
         # A document's text is someone else's words: the turn then holds outside content.
