@@ -21,6 +21,8 @@ DISCARD = "mem:d:"
 # Consolidation's proposals (lib/memory/consolidate.py): merge the pair, or keep both.
 MERGE = "mem:m:"
 BOTH = "mem:b:"
+# Every proposal the presser may review, applied at once (the daily review message's last button).
+ALL = "mem:all"
 SNIPPET = 160
 # Entries shown at once (two buttons each: Telegram allows 100 per message).
 PAGE = 20
@@ -118,6 +120,21 @@ def proposals(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply 
     return Reply("\n".join(lines), tuple(rows))
 
 
+REVIEW_HEADER = (
+    "Once a day I look over what I remember. Nothing changes until you say so "
+    "(each change can be undone: ash memory undo)."
+)
+
+
+def review_message(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply | None:
+    """The message consolidation's daily pass sends by itself: the open proposals `user_id` may
+    review, with a button for each and Apply all; None when none is left."""
+    found = proposals(conn, settings, user_id)
+    if found is None:
+        return None
+    return Reply(f"{REVIEW_HEADER}\n\n{found.text}", (*found.buttons, (Button("Apply all", ALL),)))
+
+
 def waiting_line(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
     """A line for /memory when something waits for review ("" otherwise)."""
     count = len(_reviewable(conn, settings, user_id))
@@ -129,6 +146,10 @@ def _proposal_press(conn: apsw.Connection, settings: Settings, asker: Asker, dat
 
     raw_id = data.rpartition(":")[2]
     mine = {p["id"]: p for p, _ in _proposals_for(conn, settings, asker.user_id)}
+    if data == ALL:
+        who = f"{asker.actor}:review"
+        done = sum(consolidate.apply(conn, settings, proposal_id, actor=who) is None for proposal_id in mine)
+        return Press(f"Applied {done} of {len(mine)}." if mine else DECIDED, pending_reply(conn, settings, asker))
     if not raw_id.isdigit() or int(raw_id) not in mine:
         return Press(DECIDED, pending_reply(conn, settings, asker))
     if data.startswith(BOTH):
@@ -140,7 +161,7 @@ def _proposal_press(conn: apsw.Connection, settings: Settings, asker: Asker, dat
 
 def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
     """Keep or Discard pressed by `asker`: decided once, by someone who may review it."""
-    if data.startswith((MERGE, BOTH)):
+    if data.startswith((MERGE, BOTH)) or data == ALL:
         return _proposal_press(conn, settings, asker, data)
     raw_id = data.rpartition(":")[2]
     entry = knowledge.get(conn, int(raw_id)) if raw_id.isdigit() else None

@@ -1,6 +1,7 @@
 """The server's memory housekeeping: gc at start-up (`auto_gc`), then on a timer (and when
 kicked after a turn) the vectors of newly stored turns and the fact extractions that are due,
-and once a day the expiry of unreviewed pending memories and consolidation's duplicate check."""
+and once a day, in the owner's quiet hour (lib/memory/daily.py), the expiry of unreviewed
+pending memories and consolidation, whose new proposals are announced to their reviewers."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ log = logging.getLogger("ash.memory.service")
 
 # Seconds between looks at the extraction queue; the debounce itself is per user.
 POLL_SECONDS = 5.0
-# The daily chores (review expiry, consolidation): at the first pass, then every 24 hours.
-DAY_SECONDS = 24 * 3600.0
+# How often the service asks whether the daily pass is due (lib/memory/daily.py decides).
+DAILY_CHECK_SECONDS = 60.0
+# Hands the channel the announcements waiting (lib/memory/daily.py): the server's wiring queues
+# a review message for each reviewer outside their quiet hours; memory itself knows no channel.
+Announce = Callable[[], Awaitable[None]]
 
 
 class MemoryService:
@@ -30,17 +34,21 @@ class MemoryService:
         settings: Settings,
         *,
         complete: Callable[..., Awaitable[str]],
+        announce: Announce | None = None,
         poll_seconds: float = POLL_SECONDS,
+        clock: Callable[[], float] = time.time,
     ):
         self.db = db
         self.settings = settings
         # How memory reaches a model: `complete(system=, prompt=, model=, user_id=, purpose=)`
         # -> text, handed in by the server's wiring (memory itself knows no model client).
         self._complete = complete
+        self._announce = announce
         self.poll_seconds = poll_seconds
+        self._clock = clock
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
-        self._daily_due = time.monotonic()
+        self._daily_check = time.monotonic()
 
     def kick(self) -> None:
         """A turn was stored: embed it now rather than at the next poll."""
@@ -82,29 +90,48 @@ class MemoryService:
                 return total
 
     async def daily(self) -> None:
-        """Once a day: discard what waited for review past `pending_days`, and look for duplicate
-        facts to consolidate ([memory] consolidate). A failure is logged, not raised."""
-        from lib.memory import consolidate, review
+        """The daily pass: discard what waited for review past `pending_days`, look for facts to
+        consolidate ([memory] consolidate), then announce new proposals to their reviewers. A
+        failure is logged, not raised (the pass is tried again at the next check)."""
+        from lib.memory import consolidate, daily, review
+
+        settings = self.settings
 
         def chores() -> dict:
             conn = self.db.conn()
-            return {
-                "unreviewed": review.expire_pending(conn, self.settings),
-                **consolidate.propose(conn, self.settings),
-            }
+            before = daily.newest_proposal(conn)
+            counts = {"unreviewed": review.expire_pending(conn, settings), **consolidate.propose(conn, settings)}
+            if settings.config.memory.consolidate == "propose":
+                daily.note_announcements(conn, daily.to_announce(conn, settings, before))
+            daily.mark_done(conn, self._clock())
+            return counts
 
         try:
             log.info("memory daily pass: %s", await asyncio.to_thread(chores))
         except Exception:
-            log.exception("memory daily pass failed; trying again tomorrow")
+            log.exception("memory daily pass failed; trying again later")
+
+    async def daily_if_due(self) -> None:
+        """Once a minute: run the daily pass when lib/memory/daily.py says it is due, then hand the
+        channel the announcements waiting."""
+        from lib.memory import daily
+
+        if time.monotonic() < self._daily_check:
+            return
+        self._daily_check = time.monotonic() + DAILY_CHECK_SECONDS
+        if await asyncio.to_thread(lambda: daily.is_due(self.db.conn(), self.settings, self._clock())):
+            await self.daily()
+        if self._announce is not None:
+            try:
+                await self._announce()
+            except Exception:
+                log.exception("announcing consolidation's proposals failed; trying again in a minute")
 
     async def run_once(self) -> list:
         """Embed new turns, then run the extractions that are due now (their reports)."""
         from lib.memory import extraction
 
-        if time.monotonic() >= self._daily_due:
-            self._daily_due = time.monotonic() + DAY_SECONDS
-            await self.daily()
+        await self.daily_if_due()
         await self.embed_pending()
         if not self.settings.config.memory.extraction_enabled:
             return []

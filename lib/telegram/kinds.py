@@ -41,6 +41,8 @@ UNHANDLED_UPDATES = {
 SERVICE = "service"
 # A group became a supergroup (a service message Ash acts on: the chat's state moves, lib/telegram/chat_moves.py).
 MIGRATION = "migration"
+# Consolidation's daily review message: work Ash queues itself (lib/telegram/review_message.py).
+REVIEW = "memory_review"
 SERVICE_REASON = "a service message: something happened in the chat, nobody wrote anything to answer"
 
 # Message content Ash reads: text and photos, and files it reads into text or images

@@ -26,7 +26,7 @@ from lib.telegram.bot import Bot, Runner
 from lib.telegram.buttons import ButtonPresses
 from lib.telegram.chats import mark_blocked
 from lib.telegram.client import TelegramClient
-from lib.telegram.kinds import MIGRATION, migration
+from lib.telegram.kinds import MIGRATION, REVIEW, migration
 from lib.telegram.media import ALBUM_WAIT
 from lib.telegram.messages import Messages
 from lib.telegram.placement import CHAT, GROUP_TYPES, Placement
@@ -86,7 +86,7 @@ class TelegramUpdates:
         # rather than import on the event loop (lib/runtime.py Warmup).
         await self.bot.runtime.ready()
         try:
-            status, note = await (self.scheduled.run(claim) if claim.kind == inbox.SCHEDULED else self._route(claim))
+            status, note = await self._dispatch(claim)
         except Forbidden as exc:
             # Blocked or kicked: a retry cannot help, and the chat is marked so nothing more is sent.
             log.info("chat %s blocked the bot: %s", claim.chat_key, exc.message)
@@ -99,6 +99,16 @@ class TelegramUpdates:
         if status == "skipped":
             log.info("skipping update %s: %s", claim.update_id, note)
         return status, note
+
+    async def _dispatch(self, claim: inbox.Claim) -> Outcome:
+        """Work Ash queued itself (a scheduled run, a review message), or an update from Telegram."""
+        if claim.kind == inbox.SCHEDULED:
+            return await self.scheduled.run(claim)
+        if claim.kind == REVIEW:
+            from lib.telegram import review_message
+
+            return await review_message.send(self.bot, claim)
+        return await self._route(claim)
 
     async def may_stop(self, stop_payload: bytes, running: inbox.Claim) -> bool:
         """A /stop cancels a running turn only when it is addressed to this bot (`/stop` or

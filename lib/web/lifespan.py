@@ -154,6 +154,23 @@ def model_text(runtime: Runtime) -> Callable[..., Awaitable[str]]:
     return complete
 
 
+def review_messages(runtime: Runtime, services: Services) -> Callable[[], Awaitable[None]]:
+    """How consolidation's proposals reach their reviewers: a review message queued into the
+    inbox (lib/telegram/review_message.py), the worker woken for it. Without a bot token they wait."""
+
+    async def announce() -> None:
+        if not runtime.settings.bot_id:
+            return
+        from lib.telegram.review_message import queue_reviews
+
+        conn_of, settings = runtime.db.conn, runtime.settings
+        queued = await asyncio.to_thread(lambda: queue_reviews(conn_of(), settings, settings.bot_id, runtime.clock()))
+        if queued and services.inbox_worker is not None:
+            services.inbox_worker.kick()
+
+    return announce
+
+
 async def publish_command_menu(runtime: Runtime, delay: float = MENU_DELAY) -> None:
     """Set Telegram's command menu from the command registry if it changed since the last start."""
     await asyncio.sleep(delay)
@@ -180,8 +197,10 @@ async def start_turns(runtime: Runtime, services: Services) -> None:
     from lib.memory.service import MemoryService
     from lib.telegram.updates import telegram_worker
 
-    services.memory = MemoryService(runtime.db, runtime.settings, complete=model_text(runtime))
     services.inbox_worker = telegram_worker(runtime, runner=agent_turn(runtime, services))
+    services.memory = MemoryService(
+        runtime.db, runtime.settings, complete=model_text(runtime), announce=review_messages(runtime, services)
+    )
     await services.inbox_worker.start()
     await services.memory.start()
     if runtime.settings.config.mcp.servers:
