@@ -105,6 +105,15 @@ CREATE TABLE memory_proposals (
 CREATE INDEX memory_proposals_open ON memory_proposals (status, owner_user_id);
 CREATE INDEX memory_proposals_drop ON memory_proposals (drop_id);
 
+-- What /why's Forget deleted, held for its Undo button until purge_after (lib/memory/holds.py).
+CREATE TABLE forget_holds (
+    audit_id INTEGER PRIMARY KEY,
+    owner_user_id TEXT,
+    held TEXT NOT NULL,
+    purge_after REAL NOT NULL
+);
+CREATE INDEX forget_holds_purge ON forget_holds (purge_after);
+
 -- What retrieval ranks: chunks of messages and memories (long texts are split).
 -- Rebuildable from messages and memories at any time.
 CREATE TABLE search_chunks (

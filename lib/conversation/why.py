@@ -1,6 +1,7 @@
 """/why: what an answer drew on (the entries, past messages and profile note lines its prompt
-held, recorded by lib/memory/provenance.py), each with buttons: Forget deletes it for real, Wrong
-asks for the right version and supersedes it with what the person writes next.
+held, recorded by lib/memory/provenance.py), each with buttons: Forget deletes it for real (with an
+Undo button under its confirmation while lib/memory/holds.py keeps it, ten minutes), Wrong asks
+for the right version and supersedes it with what the person writes next.
 
 Every press is checked against stored state: the item belongs to a recorded answer, the presser
 is the person who asked it, and the entry or message is still in that answer's memory (the
@@ -19,7 +20,7 @@ import apsw
 from lib.config import Settings
 from lib.conversation.replies import Asker, Button, Press, Reply
 from lib.db import immediate, now_iso, one
-from lib.memory import correct, forget, knowledge, provenance, review, screen
+from lib.memory import correct, forget, holds, knowledge, provenance, review, screen
 from lib.memory.provenance import Answer, Source
 
 OPEN = "why:o:"
@@ -39,6 +40,11 @@ GONE = "That is already gone."
 CORRECTED = "That was already corrected."
 ASK = "What is right instead of “{old}”? Send it as your next message here (within 15 minutes)."
 DONE_FORGET = "Forgotten."
+FORGOT = (
+    "Forgotten: it is in no prompt, search or screen any more. Pressed by mistake? Undo brings it back "
+    "within {minutes} minutes; after that it is deleted for good."
+)
+UNDONE_FORGET = "Undone: I remember it again."
 UNDONE = "Undone: I remember it as it was before your correction."
 PENDING_CORRECTION = (
     "Your message holds someone else's words, so I saved it for review (#{id}) and changed nothing yet: "
@@ -94,7 +100,7 @@ def listing(conn: apsw.Connection, answer: Answer) -> Reply:
             row.append(Button(f"Wrong {number}", f"{WRONG}{item.id}"))
         rows.append(tuple(row))
     if rows:
-        lines += ["", "Forget deletes it for good; Wrong lets you tell me what is right."]
+        lines += ["", "Forget deletes it (Undo brings it back for ten minutes); Wrong lets you tell me what is right."]
     return Reply("\n".join(lines), tuple(rows))
 
 
@@ -135,7 +141,12 @@ def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) ->
         return Press(NOT_YOURS)
     if data.startswith(FORGET):
         forgotten = _forget(conn, settings, answer, item, actor(asker))
-        return Press(DONE_FORGET if forgotten else GONE, listing(conn, answer))
+        if forgotten is None:
+            return Press(GONE, listing(conn, answer))
+        if not forgotten:  # a profile note line: nothing is held for Undo
+            return Press(DONE_FORGET, listing(conn, answer))
+        confirm = Reply(FORGOT.format(minutes=holds.UNDO_SECONDS // 60), ((Button("Undo", f"{UNDO}{forgotten}"),),))
+        return Press(DONE_FORGET, listing(conn, answer), message=confirm)
     line, live = _describe(conn, answer, item)
     if not live:
         return Press(CORRECTED if "replaced" in line else GONE, listing(conn, answer))
@@ -151,30 +162,39 @@ def _old_text(conn: apsw.Connection, answer: Answer, item: Source) -> str:
     return _snippet(line.removeprefix("- "))
 
 
-def _forget(conn: apsw.Connection, settings: Settings, answer: Answer, item: Source, who: str) -> bool:
-    """Delete the item for real; False when it was already gone (or never the answer's to delete)."""
+def _forget(conn: apsw.Connection, settings: Settings, answer: Answer, item: Source, who: str) -> int | None:
+    """Delete the item for real: the forget's audit id when what it deleted is held for Undo
+    (lib/memory/holds.py), 0 for a note line (nothing to hold), None when it was already gone (or
+    never the answer's to delete)."""
     if item.kind == "knowledge":
         entry = knowledge.get(conn, item.ref_id)
         if entry is None:
-            return False
+            return None
         owner = answer.memory_owner
         if entry.owner_user_id != owner and not (entry.is_global and settings.config.owner is not None):
-            return False
+            return None
         # Its note line, if extraction kept one, goes with it (lib/memory/forget.py).
         done = forget.forget_memory(
-            conn, settings, owner, entry.id, who, include_global=str(settings.config.owner) == answer.user_id
+            conn,
+            settings,
+            owner,
+            entry.id,
+            who,
+            include_global=str(settings.config.owner) == answer.user_id,
+            hold_until_undo=time.time(),
         )
-        return done is not None
+        return done["audit_id"] if done is not None else None
     if item.kind == "message":
-        return forget.forget_message(conn, settings, answer.memory_owner, item.ref_id, who) is not None
+        done = forget.forget_message(conn, settings, answer.memory_owner, item.ref_id, who, hold_until_undo=time.time())
+        return done["audit_id"] if done is not None else None
     line = correct.note_line(conn, answer.user_id, item.note_hash)
     if line is None:
-        return False
+        return None
     forgotten = correct.forget_note(conn, answer.user_id, item.note_hash, who)
     entry_id = correct.active_entry_saying(conn, answer.user_id, line)
     if entry_id is not None:
         forget.forget_memory(conn, settings, answer.user_id, entry_id, who)
-    return forgotten
+    return 0 if forgotten else None
 
 
 OPEN_CORRECTION_SQL = """
@@ -259,12 +279,18 @@ ORDER BY id DESC LIMIT 1
 
 
 def _undo_press(conn: apsw.Connection, settings: Settings, asker: Asker, audit_id: int) -> Press:
-    """Undo pressed under a correction: only its maker, once; the old fact is current again."""
+    """Undo pressed under a correction or a Forget's confirmation: only its maker, once; the old
+    fact is current again, or what was forgotten is back while its hold lasts."""
     from lib.memory import undo
 
     row = one(conn, "SELECT actor, action, detail FROM audit_log WHERE id = ?", (audit_id,))
     if row is None or row["actor"] != actor(asker):
         return Press(NOT_YOURS)
+    if row["action"] in undo.HELD:
+        done = undo.undo(conn, settings, audit_id, actor=actor(asker))
+        if not done.ok:
+            return Press("Too late: it was deleted for good." if "for real" in done.message else done.message[:190])
+        return Press("Undone.", Reply(UNDONE_FORGET))
     if row["action"] == "note_replace":
         return Press("A changed note line cannot be undone here; send /why and correct it again.")
     new_id = json.loads(row["detail"])["by"]

@@ -7,15 +7,14 @@ page images do not linger in it. The audit log records counts and ids, never con
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import apsw
 
 from lib.config import Settings
 from lib.db import immediate, one, rows
-from lib.memory import correct, knowledge, store
+from lib.memory import correct, holds, knowledge, store
+from lib.memory.erasure import secure_delete, surviving_neighbours
 
 USER_MESSAGES_SQL = "SELECT id FROM messages WHERE owner_user_id = ?"
 # What the person wrote in groups (owned by the group, lib/memory/scope.py), and the answers to it.
@@ -40,26 +39,7 @@ WHERE session_id = :session AND id > :id AND role = 'assistant'
                     9223372036854775807)
 ORDER BY id LIMIT 1
 """
-SESSIONS_OF_SQL = "SELECT DISTINCT session_id FROM messages WHERE id IN (SELECT value FROM json_each(?))"
-SESSION_TURNS_SQL = "SELECT id FROM messages WHERE session_id = ? AND role IN ('user', 'assistant') ORDER BY id"
 EXTRACTION_CURSOR_KEY = "extraction.through.{user_id}"
-
-
-@contextmanager
-def secure_delete(conn: apsw.Connection, settings: Settings) -> Iterator[None]:
-    """Zero freed content while deleting, then purge FTS segments and the WAL."""
-    conn.pragma("secure_delete", True)
-    try:
-        yield
-    finally:
-        # Back to what every connection runs with (lib/db.py connect).
-        conn.pragma("secure_delete", "FAST")
-    # Deleted FTS5 tokens stay in old segments until they are merged.
-    conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
-    # Litestream (on when a replica is set) keeps a read transaction open: a TRUNCATE would wait
-    # the whole busy timeout and give up (10 s a forget, measured). Litestream checkpoints the WAL
-    # itself (lib/replica/target.py); a PASSIVE one copies what it can now and never waits.
-    conn.pragma("wal_checkpoint", "PASSIVE" if settings.replica_url else "TRUNCATE")
 
 
 def _index():
@@ -76,20 +56,6 @@ def _unindex_collecting_hashes(conn: apsw.Connection, kind: str, ref_ids: list[i
         hashes.update(r["content_hash"] for r in rows(conn, CHUNK_HASHES_SQL, (kind, ref_id)))
         index.unindex(conn, kind, ref_id)
     return hashes
-
-
-def _surviving_neighbours(conn: apsw.Connection, doomed: list[int]) -> list[int]:
-    """Messages that stay but sit next to a deleted one: their chunks quote it and are rebuilt."""
-    gone = set(doomed)
-    neighbours: set[int] = set()
-    for row in rows(conn, SESSIONS_OF_SQL, (json.dumps(doomed),)):
-        turns = [r["id"] for r in rows(conn, SESSION_TURNS_SQL, (row["session_id"],))]
-        for i, message_id in enumerate(turns):
-            if message_id in gone:
-                continue
-            if (i > 0 and turns[i - 1] in gone) or (i + 1 < len(turns) and turns[i + 1] in gone):
-                neighbours.add(message_id)
-    return sorted(neighbours)
 
 
 def _drop_cached_embeddings(conn: apsw.Connection, hashes: set[str]) -> int:
@@ -151,7 +117,7 @@ def forget_user(
     message_ids += _with_answers(conn, rows(conn, SPOKEN_ELSEWHERE_SQL, {"user": user_id}))
     memory_ids = [r["id"] for r in rows(conn, USER_MEMORIES_SQL, (user_id,))]
     touched = [r["session_id"] for r in rows(conn, TOUCHED_SESSIONS_SQL, {"user": user_id})]
-    neighbours = _surviving_neighbours(conn, message_ids)
+    neighbours = surviving_neighbours(conn, message_ids)
     with secure_delete(conn, settings), immediate(conn):
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         for session_id in touched:
@@ -227,10 +193,12 @@ def forget_memory(
     actor: str,
     *,
     include_global: bool = False,
+    hold_until_undo: float | None = None,
 ) -> dict | None:
     """Delete one entry, the older versions it superseded, and the messages they came from
     (with the answers to them). `user_id` None means any owner (the operator). Returns counts
-    and ids, or None when nothing matched."""
+    and ids (and the forget's `audit_id`), or None when nothing matched. With `hold_until_undo`
+    (now, in seconds) what it deletes is held for Undo a while (lib/memory/holds.py)."""
     entry = resolve_target(conn, settings, user_id, memory_id_or_query, include_global=include_global)
     if entry is None:
         return None
@@ -243,9 +211,11 @@ def forget_memory(
     ]
     found = [one(conn, "SELECT id, session_id FROM messages WHERE id = ?", (message_id,)) for message_id in sources]
     message_ids = _with_answers(conn, [f for f in found if f is not None])
-    neighbours = _surviving_neighbours(conn, message_ids)
+    neighbours = surviving_neighbours(conn, message_ids)
     said = [e.content for memory_id in memory_ids if (e := knowledge.get(conn, memory_id)) is not None]
     with secure_delete(conn, settings), immediate(conn):
+        kept = holds.snapshot(conn, memory_ids, message_ids) if hold_until_undo is not None else None
+        notes_before = holds.notes_of(conn, entry.owner_user_id)
         memories, messages, hashes = _erase(conn, settings, memory_ids, message_ids, neighbours)
         cached = _drop_cached_embeddings(conn, hashes)
         if entry.owner_user_id is not None:
@@ -261,20 +231,38 @@ def forget_memory(
             "message_ids": message_ids,
         }
         store.audit(conn, actor, "forget_memory", entry.owner_user_id or "global", **result)
+        result["audit_id"] = conn.last_insert_rowid()
+        if kept is not None:
+            removed = [line for line in notes_before if line not in holds.notes_of(conn, entry.owner_user_id)]
+            kept |= {"owner": entry.owner_user_id, "notes_removed": removed}
+            holds.hold(conn, result["audit_id"], entry.owner_user_id, kept, hold_until_undo)
     return result
 
 
-def forget_message(conn: apsw.Connection, settings: Settings, owner: str, message_id: int, actor: str) -> dict | None:
+def forget_message(
+    conn: apsw.Connection,
+    settings: Settings,
+    owner: str,
+    message_id: int,
+    actor: str,
+    *,
+    hold_until_undo: float | None = None,
+) -> dict | None:
     """Delete one past message of `owner`'s memory and the answer that followed it (it repeats
-    it), with their index rows, as forgetting an entry does; None when there is no such message."""
+    it), with their index rows, as forgetting an entry does; None when there is no such message.
+    `hold_until_undo` as for forget_memory."""
     found = one(conn, "SELECT id, session_id FROM messages WHERE id = ? AND owner_user_id = ?", (message_id, owner))
     if found is None:
         return None
     message_ids = _with_answers(conn, [found])
-    neighbours = _surviving_neighbours(conn, message_ids)
+    neighbours = surviving_neighbours(conn, message_ids)
     with secure_delete(conn, settings), immediate(conn):
+        kept = holds.snapshot(conn, [], message_ids) if hold_until_undo is not None else None
         _, messages, hashes = _erase(conn, settings, [], message_ids, neighbours)
         cached = _drop_cached_embeddings(conn, hashes)
         result = {"messages": messages, "cached_embeddings": cached, "message_ids": message_ids}
         store.audit(conn, actor, "forget_message", owner, **result)
+        result["audit_id"] = conn.last_insert_rowid()
+        if kept is not None:
+            holds.hold(conn, result["audit_id"], owner, kept | {"owner": None}, hold_until_undo)
     return result

@@ -112,13 +112,14 @@ class MemoryService:
             log.exception("memory daily pass failed; trying again later")
 
     async def daily_if_due(self) -> None:
-        """Once a minute: run the daily pass when lib/memory/daily.py says it is due, then hand the
-        channel the announcements waiting."""
-        from lib.memory import daily
+        """Once a minute: delete the forgets held for Undo whose window closed, run the daily pass
+        when lib/memory/daily.py says it is due, then hand the channel the announcements waiting."""
+        from lib.memory import daily, holds
 
         if time.monotonic() < self._daily_check:
             return
         self._daily_check = time.monotonic() + DAILY_CHECK_SECONDS
+        await asyncio.to_thread(lambda: holds.purge_expired(self.db.conn(), self.settings, self._clock()))
         if await asyncio.to_thread(lambda: daily.is_due(self.db.conn(), self.settings, self._clock())):
             await self.daily()
         if self._announce is not None:

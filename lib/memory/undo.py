@@ -12,26 +12,31 @@ they were before it, search index included, and is audited itself (`memory_undo`
 - `memory_keep` / `memory_discard`: the entry waits for review again (out of the index).
 - `memory_reinforce`: confidence, expiry and counters as they were (the row records them).
 - `memory_retire`: the entry is back in retrieval, as `ash memory restore` does.
-- Forgetting, expiry and eviction delete the text for real (Forgetting is real: the audit log
-  never holds it), so they cannot be undone: the answer says so.
+- `forget_memory` / `forget_message` made from /why: while their hold lasts (lib/memory/holds.py,
+  ten minutes) the entries, messages and note lines come back, re-indexed.
+- Otherwise forgetting, expiry and eviction delete the text for real (Forgetting is real: the
+  audit log never holds it), so they cannot be undone: the answer says so.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 import apsw
 
 from lib.config import Settings
 from lib.db import immediate, one
-from lib.memory import audit, correct, knowledge
+from lib.memory import audit, correct, holds, knowledge
 
 # The changes undo takes back (the web view's audit page offers Undo for these).
 UNDOABLE = frozenset(
     {"memory_add", "memory_supersede", "memory_keep", "memory_discard", "memory_reinforce", "memory_retire"}
 )
 GONE_FOR_GOOD = frozenset({"forget_memory", "forget_user", "memory_expire", "memory_evict", "memory_replace"})
+# Forgets that may be held for Undo a while (lib/memory/holds.py).
+HELD = frozenset({"forget_memory", "forget_message"})
 ROW_SQL = "SELECT id, actor, action, target, detail FROM audit_log WHERE id = ?"
 DONE_SQL = """
 SELECT id FROM audit_log WHERE action = 'memory_undo' AND json_extract(detail, '$.undoes') = ?
@@ -137,20 +142,25 @@ class _Refused(Exception):
     """The change cannot be undone (the reason is the message)."""
 
 
-def undo(conn: apsw.Connection, settings: Settings, audit_id: int, *, actor: str) -> Undone:
-    """Undo the change audit row `audit_id` records (see the module docstring)."""
+def undo(conn: apsw.Connection, settings: Settings, audit_id: int, *, actor: str, now: float | None = None) -> Undone:
+    """Undo the change audit row `audit_id` records (see the module docstring); `now` for a
+    forget's hold (lib/memory/holds.py), the wall clock by default."""
     row = one(conn, ROW_SQL, (audit_id,))
     if row is None:
         return Undone(False, f"there is no audit entry #{audit_id}")
     action, detail = row["action"], json.loads(row["detail"] or "{}")
     ids = [int(i) for i in detail.get("memory_ids") or ([detail["memory_id"]] if "memory_id" in detail else [])]
-    if action in GONE_FOR_GOOD:
-        return Undone(False, f"#{audit_id} ({action}) deleted the text for real: it no longer exists to bring back")
     if one(conn, DONE_SQL, (audit_id,)) is not None:
         return Undone(False, f"#{audit_id} was undone already")
+    kept = holds.held(conn, audit_id, time.time() if now is None else now) if action in HELD else None
+    if kept is None and action in GONE_FOR_GOOD | HELD:
+        return Undone(False, f"#{audit_id} ({action}) deleted the text for real: it no longer exists to bring back")
     try:
         with immediate(conn):
-            if action == "memory_add":
+            if kept is not None:
+                ids = holds.restore(conn, settings, audit_id, kept, actor)
+                said = f"what it deleted is back ({len(kept['memories'])} entries, {len(kept['messages'])} messages)"
+            elif action == "memory_add":
                 said = _undo_add(conn, settings, ids, actor)
             elif action == "memory_supersede":
                 said = _undo_supersede(conn, settings, detail, actor)
@@ -171,7 +181,7 @@ def undo(conn: apsw.Connection, settings: Settings, audit_id: int, *, actor: str
                 undoes=audit_id,
                 undone_action=action,
             )
-    except _Refused as refused:
+    except (_Refused, LookupError) as refused:
         return Undone(False, f"cannot undo #{audit_id}: {refused}")
     return Undone(True, f"undid #{audit_id} ({action}): {said}")
 
