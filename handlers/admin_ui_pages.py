@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from litestar import Request, Response, get
@@ -83,10 +84,16 @@ def ui_audit(
         return session
     from lib.web.ui import pages
 
-    entries = pages.audit_trail(get_runtime(request.app).db.conn(), memory_id=memory_id, actor=actor)
+    conn = get_runtime(request.app).db.conn()
+    entries = pages.audit_trail(conn, memory_id=memory_id, actor=actor)
+    from lib.memory import holds
     from lib.memory.undo import UNDOABLE
 
-    return _page(request, session, "audit.html", entries=entries, memory_id=memory_id, actor=actor, undoable=UNDOABLE)
+    # A forget made from /why can be undone while its hold lasts (lib/memory/holds.py).
+    held = holds.holding(conn, time.time())
+    return _page(
+        request, session, "audit.html", entries=entries, memory_id=memory_id, actor=actor, undoable=UNDOABLE, held=held
+    )
 
 
 @get("/admin/ui/usage", sync_to_thread=True, include_in_schema=False)

@@ -60,6 +60,11 @@ def held(conn: apsw.Connection, audit_id: int, now: float) -> dict | None:
     return json.loads(found["held"])
 
 
+def holding(conn: apsw.Connection, now: float) -> set[int]:
+    """The audit ids of the forgets whose hold is still open."""
+    return {r["audit_id"] for r in rows(conn, "SELECT audit_id FROM forget_holds WHERE purge_after > ?", (now,))}
+
+
 def _insert(conn: apsw.Connection, table: str, row: dict, keep_id: bool) -> int:
     # Table and column names come from this module and from the rows SELECT * read (our schema),
     # never from anyone's input; the values are bound.

@@ -227,3 +227,23 @@ def test_pending_memories_are_shown_and_kept_or_discarded_with_the_csrf_token(se
         assert knowledge.get(conn, waiting[0]).status == "pending"
         again = client.post(f"/admin/ui/audit/{keep_id}/undo", data={"csrf": token}, follow_redirects=False)
         assert again.status_code == 409 and "undone already" in again.text
+
+
+def test_the_audit_page_offers_undo_for_a_forget_only_while_it_is_held(seeded, monkeypatch, settings):
+    import time
+
+    from lib.memory import forget
+
+    conn = connect(_db(monkeypatch))
+    held = knowledge.add(conn, settings, "Alice keeps her bees in Sintra", owner_user_id=ALICE, source="cli")
+    plain = knowledge.add(conn, settings, "Alice's hives face south", owner_user_id=ALICE, source="cli")
+    from_why = forget.forget_memory(conn, settings, ALICE, held, "why", hold_until_undo=time.time())["audit_id"]
+    from_cli = forget.forget_memory(conn, settings, ALICE, plain, "cli")["audit_id"]
+    with _client(monkeypatch) as client:
+        sign_in(client)
+        page = client.get("/admin/ui/audit").text
+        assert f'action="/admin/ui/audit/{from_why}/undo"' in page
+        assert f'action="/admin/ui/audit/{from_cli}/undo"' not in page
+        undone = client.post(f"/admin/ui/audit/{from_why}/undo", data={"csrf": _csrf(page)}, follow_redirects=False)
+        assert undone.status_code == 303
+    assert knowledge.get(conn, held).active and knowledge.get(conn, plain) is None
