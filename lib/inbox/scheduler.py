@@ -137,6 +137,10 @@ class Scheduler:
         self.clock = clock
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
+        # Set each time the timer is armed, with the seconds it then waits: what a test waits on
+        # (rather than sleeping) to know the timer is armed, and for how long.
+        self.armed = asyncio.Event()
+        self.armed_for: float | None = None
 
     async def start(self) -> None:
         """Start the timer: due tasks fire at once (those missed while the process was down)."""
@@ -183,5 +187,7 @@ class Scheduler:
                 delay = await self._sleep_for()
             except Exception:
                 log.exception("scheduler: unexpected error; trying again at the next tick")
+            self.armed_for = delay
+            self.armed.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), delay)

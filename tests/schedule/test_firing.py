@@ -16,12 +16,13 @@ from lib.agent import TurnResult
 from lib.db import connect, now_iso
 from lib.errors import Rejected
 from lib.inbox import queue
-from lib.inbox.scheduler import Scheduler, fire_due
+from lib.inbox.scheduler import TIMER_SLACK, Scheduler, fire_due
 from lib.schedule import store
 from lib.telegram.intake import parse
 from lib.tools.base import ToolContext
 from lib.tools.schedule_tools import Schedule
 from tests.schedule.conftest import MEMBER, OWNER, START, add_job, job_row, make_rig
+from tests.support.clock import Clock
 from tests.support.database import query
 from tests.support.telegram import BOT_ID, GROUP, deliver, group_text, private_text
 
@@ -264,28 +265,48 @@ async def test_the_daily_token_budget_applies_to_prompt_tasks(runtime, clock, bo
 async def test_the_timer_fires_a_due_task_within_a_second_not_at_the_next_tick(runtime, bot, env):
     assert runtime.settings.config.server.tick_interval == 15
     worker = make_rig(runtime, time.time).worker
-    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick)
+    clock = Clock()  # stands still: the timer's delay is exactly what the scheduler chose
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, clock=clock)
     await worker.start()
     await scheduler.start()
     try:
-        await asyncio.sleep(0.05)  # the timer is now armed for nothing: it would sleep a whole tick
-        job = add_job(runtime, time.time(), at="in 1 second", text="now")
+        await armed_for_a_whole_tick(scheduler)
+        add_job(runtime, clock(), at="in 1 second", text="now")
         scheduler.kick()  # what the schedule tool does after making a task
-        deadline = time.monotonic() + 5
-        while not texts(bot) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        arrived = time.time()
+        await asyncio.wait_for(scheduler.armed.wait(), CEILING)
+        assert scheduler.armed_for == pytest.approx(1.0 + TIMER_SLACK)  # re-armed for the task, not the tick
+        clock.advance(1.0)
+        await arrival(bot)
     finally:
         await scheduler.stop()
         await worker.stop()
     assert texts(bot) == ["⏰ now"]
-    assert 0 <= arrived - job.starts_at < 1.0
+
+
+# A generous ceiling for what the test waits on (never the thing measured): CI's 2 busy cores.
+CEILING = 60.0
+
+
+async def armed_for_a_whole_tick(scheduler: Scheduler) -> None:
+    """Wait until the timer is armed with nothing due (it would sleep a whole tick), then clear
+    the signal so the next arming can be waited for."""
+    await asyncio.wait_for(scheduler.armed.wait(), CEILING)
+    assert scheduler.armed_for == scheduler.settings.config.server.tick_interval
+    scheduler.armed.clear()
+
+
+async def arrival(bot) -> None:
+    """Wait for the first message to reach the fake Bot API."""
+    deadline = time.monotonic() + CEILING
+    while not texts(bot) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
 
 
 async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_the_runtimes_signal(runtime, bot):
     worker = make_rig(runtime, time.time).worker
     changed = runtime.signals.schedule_changed
-    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, schedule_changed=changed)
+    clock = Clock(time.time())
+    scheduler = Scheduler(runtime.db, runtime.settings, BOT_ID, wake=worker.kick, schedule_changed=changed, clock=clock)
     context = ToolContext(
         user_id=str(OWNER),
         chat_id=str(OWNER),
@@ -297,12 +318,14 @@ async def test_a_task_the_schedule_tool_makes_rearms_the_servers_timer_through_t
     await worker.start()
     await scheduler.start()
     try:
-        await asyncio.sleep(0.05)  # the timer is now armed for nothing: it would sleep a whole tick
+        await armed_for_a_whole_tick(scheduler)
         made = await Schedule().execute(Schedule.Input(at="in 1 second", message="now"), context)
         assert not made.is_error, made.output
-        deadline = time.monotonic() + 5
-        while not texts(bot) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(scheduler.armed.wait(), CEILING)  # the signal re-armed it
+        # Re-armed for the task (in 1 second by the wall clock the tool read), not for a whole tick.
+        assert scheduler.armed_for < runtime.settings.config.server.tick_interval
+        clock.advance(scheduler.armed_for)
+        await arrival(bot)
     finally:
         await scheduler.stop()
         await worker.stop()
