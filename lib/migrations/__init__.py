@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from lib.db import Database, connect, copy_database, now_iso, stamp
+from lib.db import Database, connect, copy_database, immediate, now_iso, stamp
 from lib.errors import AshError, MigrationError
 
 
@@ -56,6 +56,7 @@ STEPS: list[Step] = [
     _sql_step("m019_forget_holds"),
 ]
 
+APPLIED_SQL = "SELECT 1 FROM schema_migrations WHERE name = ?"
 CREATE_BOOKKEEPING_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     name TEXT PRIMARY KEY,
@@ -116,7 +117,12 @@ def migrate(conn: apsw.Connection, db_path: Path | None = None, steps: list[Step
         if step.name not in state.pending:
             continue
         try:
-            with conn:
+            # The write lock first, then look again: two processes starting on one database
+            # (two servers, a server and `ash` beside it) both find a step pending, and the
+            # second would fail on what the first made ("table ... already exists").
+            with immediate(conn):
+                if conn.execute(APPLIED_SQL, (step.name,)).fetchone() is not None:
+                    continue
                 step.apply(conn)
                 conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (step.name, now_iso()))
         except apsw.Error as exc:

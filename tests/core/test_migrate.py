@@ -31,6 +31,20 @@ def test_rerunning_is_a_no_op(tmp_path):
     assert migrate.status(conn).current
 
 
+def test_two_processes_migrating_at_once_apply_each_step_once(tmp_path, monkeypatch):
+    """Two servers started on one database both find the newest step pending; the second to
+    take the write lock finds it applied and goes on (it used to fail: "table already exists",
+    and that server exited; seen with two `ash serve` started at once)."""
+    first, second = connect(tmp_path / "a.db"), connect(tmp_path / "a.db")
+    migrate.migrate(first, steps=migrate.STEPS[:-1])
+    seen_by_second = migrate.status(second)
+    assert seen_by_second.pending == [migrate.STEPS[-1].name]
+    assert migrate.migrate(first) == [migrate.STEPS[-1].name]  # the first process wins the race
+    monkeypatch.setattr(migrate, "status", lambda conn, steps=migrate.STEPS: seen_by_second)
+    assert migrate.migrate(second) == []
+    assert [r[0] for r in second.execute("SELECT name FROM schema_migrations")] == [s.name for s in migrate.STEPS]
+
+
 def failing_step(conn: apsw.Connection) -> None:
     conn.execute("CREATE TABLE half_done (x INTEGER)")
     conn.execute(
