@@ -92,19 +92,25 @@ def restore(conn: apsw.Connection, settings: Settings, audit_id: int, content: d
         messages[row["id"]] = _put_back(conn, "messages", row)
     entries = {}
     for row in content["memories"]:
-        source = row.get("source_message_id")
-        entries[row["id"]] = _put_back(
-            conn, "memories", {**row, "source_message_id": messages.get(source, source), "superseded_by": None}
-        )
+        source = _moved(conn, "messages", messages, row.get("source_message_id"))
+        entries[row["id"]] = _put_back(conn, "memories", {**row, "source_message_id": source, "superseded_by": None})
     for row in content["memories"]:
-        if row.get("superseded_by") is not None:
-            newer = entries.get(row["superseded_by"], row["superseded_by"])
+        newer = _moved(conn, "memories", entries, row.get("superseded_by"))
+        if newer is not None:
             conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (newer, entries[row["id"]]))
     index.index_messages(conn, settings, [*messages.values(), *_neighbours(conn, list(messages.values()))])
     index.index_memories(conn, settings, list(entries.values()))
     _restore_notes(conn, content.get("owner"), content.get("notes_removed") or [], actor)
     conn.execute("DELETE FROM forget_holds WHERE audit_id = ?", (audit_id,))
     return list(entries.values())
+
+
+def _moved(conn: apsw.Connection, table: str, put_back: dict[int, int], ref: int | None) -> int | None:
+    """Where a held row's link points now: to a row put back (under its id now), to a row that
+    stayed, or nowhere when that row went since (as ON DELETE SET NULL would have left it)."""
+    if ref is None or ref in put_back:
+        return put_back.get(ref) if ref is not None else None
+    return ref if one(conn, f"SELECT 1 FROM {table} WHERE id = ?", (ref,)) is not None else None
 
 
 def _neighbours(conn: apsw.Connection, message_ids: list[int]) -> list[int]:
