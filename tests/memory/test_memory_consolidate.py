@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
+import apsw
+import pytest
 from click.testing import CliRunner
 
+import lib.migrations as migrate
 from lib.commands.cli import cli
-from lib.db import Database
+from lib.db import Database, connect
 from lib.memory import audit, consolidate, knowledge, undo
 from lib.memory.service import MemoryService
 from tests.support.memory_retrieval import open_db
@@ -96,3 +99,38 @@ def test_ash_memory_review(ash_home):
     applied = runner.invoke(cli, ["memory", "review", "--apply-all"])
     assert applied.exit_code == 0 and applied.output.count("applied proposal") == 2
     assert not active(conn, ids["tea_again"]) and not active(conn, ids["cello_near"])
+
+
+def test_m018_keeps_the_merge_proposals_made_before_it_and_admits_the_new_kinds(tmp_path):
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    names = [s.name for s in migrate.STEPS]
+    migrate.migrate(conn, path, steps=migrate.STEPS[: names.index("m018_memory_proposal_kinds")])
+    for memory_id in (1, 2, 3):
+        conn.execute(
+            "INSERT INTO memories (id, content, source, owner_user_id, created_at) VALUES (?, ?, 'cli', '5', ?)",
+            (memory_id, f"fact {memory_id}", "2026-01-01T00:00:00.000Z"),
+        )
+    made = [
+        (1, "5", "merge", 1, 2, 0.85, "open", "2026-01-02T00:00:00.000Z", None),
+        (2, "5", "merge", 1, 3, 1.0, "skipped", "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z"),
+    ]
+    conn.executemany("INSERT INTO memory_proposals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", made)
+    migrate.migrate(conn, path)
+    assert conn.execute("SELECT * FROM memory_proposals ORDER BY id").fetchall() == made
+
+    insert = (
+        "INSERT INTO memory_proposals (owner_user_id, kind, keep_id, drop_id, similarity, created_at) "
+        "VALUES ('5', ?, ?, ?, ?, '2026-01-04T00:00:00.000Z')"
+    )
+    conn.execute(insert, ("supersede", 3, 2, None))
+    conn.execute(insert, ("expire", None, 3, None))
+    for wrong in [
+        ("expire", None, 3, None),  # the same entry proposed to expire twice
+        ("expire", 1, 3, None),  # an expiry keeps nothing
+        ("merge", None, 2, 0.9),  # a merge keeps one
+        ("supersede", 3, 1, 0.9),  # only a merge has a similarity
+        ("forget", 3, 1, None),
+    ]:
+        with pytest.raises(apsw.ConstraintError):
+            conn.execute(insert, wrong)
