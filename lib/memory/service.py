@@ -1,6 +1,7 @@
 """The server's memory housekeeping: gc at start-up (`auto_gc`), then on a timer (and when
 kicked after a turn) the vectors of newly stored turns and the fact extractions that are due,
-and once a day the expiry of unreviewed pending memories and consolidation's duplicate check."""
+and once a day the expiry of unreviewed pending memories and consolidation (its duplicate check,
+then its model pass)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ log = logging.getLogger("ash.memory.service")
 POLL_SECONDS = 5.0
 # The daily chores (review expiry, consolidation): at the first pass, then every 24 hours.
 DAY_SECONDS = 24 * 3600.0
+# The most tokens one answer of memory's model may hold.
+MAX_ANSWER_TOKENS = 1024
 
 
 class MemoryService:
@@ -46,14 +49,24 @@ class MemoryService:
         """A turn was stored: embed it now rather than at the next poll."""
         self._wake.set()
 
-    async def complete(self, *, system: str, prompt: str, user_id: str) -> str:
-        """Ask the configured model (extraction_model, else the default) for a fact extraction."""
+    async def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        user_id: str | None,
+        purpose: str = "extraction",
+        max_tokens: int = MAX_ANSWER_TOKENS,
+    ) -> str:
+        """Ask the configured model (extraction_model, else the default) for a fact extraction, or
+        for what `purpose` names (consolidation): usage is recorded under it."""
         return await self._complete(
             system=system,
             prompt=prompt,
             model=self.settings.config.memory.extraction_model,
             user_id=user_id,
-            purpose="extraction",
+            purpose=purpose,
+            max_tokens=max_tokens,
         )
 
     async def start(self) -> None:
@@ -82,9 +95,10 @@ class MemoryService:
                 return total
 
     async def daily(self) -> None:
-        """Once a day: discard what waited for review past `pending_days`, and look for duplicate
-        facts to consolidate ([memory] consolidate). A failure is logged, not raised."""
-        from lib.memory import consolidate, review
+        """Once a day: discard what waited for review past `pending_days`, look for duplicate
+        facts to consolidate ([memory] consolidate), then ask the model for contradicted and stale
+        ones (within `consolidate_daily_tokens`). A failure is logged, not raised."""
+        from lib.memory import consolidate, consolidate_model, review
 
         def chores() -> dict:
             conn = self.db.conn()
@@ -97,6 +111,12 @@ class MemoryService:
             log.info("memory daily pass: %s", await asyncio.to_thread(chores))
         except Exception:
             log.exception("memory daily pass failed; trying again tomorrow")
+        try:
+            log.info(
+                "consolidation's model pass: %s", await consolidate_model.run(self.db, self.settings, self.complete)
+            )
+        except Exception:
+            log.exception("consolidation's model pass failed; trying again tomorrow")
 
     async def run_once(self) -> list:
         """Embed new turns, then run the extractions that are due now (their reports)."""

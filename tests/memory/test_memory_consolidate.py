@@ -139,13 +139,17 @@ def test_auto_merges_at_once_off_does_nothing_and_the_daily_pass_runs_it(ash_hom
     ids = seed(conn, settings)
     assert consolidate.propose(conn, settings) == {"proposed": 0, "applied": 0}
 
-    settings = make_settings(ash_home, NO_EMBEDDINGS + '[memory]\nconsolidate = "auto"\n')
+    # consolidate_daily_tokens = 0: the duplicate checks alone, no model.
+    settings = make_settings(ash_home, NO_EMBEDDINGS + '[memory]\nconsolidate = "auto"\nconsolidate_daily_tokens = 0\n')
     db = Database(settings.database_path)
+    asked = []
 
-    async def no_model(**_):
+    async def no_model(**question):
+        asked.append(question)
         raise AssertionError("consolidation's duplicate checks need no model")
 
     asyncio.run(MemoryService(db, settings, complete=no_model).daily())
+    assert asked == []
     assert not active(conn, ids["tea_again"]) and not active(conn, ids["cello_near"])
     assert active(conn, ids["tea"]) and active(conn, ids["cello"]) and active(conn, ids["bike"])
     assert consolidate.open_proposals(conn) == []
