@@ -71,9 +71,10 @@ def restore_fact_note(conn: apsw.Connection, user_id: str, content: str, actor: 
     lines = profile.notes.splitlines() if profile else []
     if any(_same_fact(line, content) for line in lines):
         return False
-    lines.insert(len(lines) if at is None else at, f"- {content}")
+    before = len(lines)
+    lines.insert(before if at is None else at, f"- {content}")
     store.set_notes(conn, user_id, "\n".join(lines).strip())
-    store.audit(conn, actor, "note_restore", user_id, lines_before=len(lines), lines_after=len(lines) + 1)
+    store.audit(conn, actor, "note_restore", user_id, lines_before=before, lines_after=len(lines))
     return True
 
 
