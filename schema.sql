@@ -88,22 +88,27 @@ CREATE INDEX memories_owner ON memories (owner_user_id, created_at);
 CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX memories_status ON memories (status, created_at) WHERE status != 'active';
 
--- Consolidation's proposals (m017, lib/memory/consolidate.py): merge `drop_id` into `keep_id`,
--- waiting for review under [memory] consolidate = "propose". Ids only, never text.
+-- Consolidation's proposals (m017, m018; lib/memory/consolidate.py), waiting for review under
+-- [memory] consolidate = "propose": 'merge' (a duplicate: `drop_id` is superseded by `keep_id`),
+-- 'supersede' (a newer fact, `keep_id`, contradicts the older `drop_id`) and 'expire' (`drop_id`
+-- is stale and is retired; no `keep_id`). Only a merge has a similarity. Ids only, never text.
 CREATE TABLE memory_proposals (
     id INTEGER PRIMARY KEY,
     owner_user_id TEXT,
-    kind TEXT NOT NULL CHECK (kind IN ('merge')),
-    keep_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK (kind IN ('merge', 'supersede', 'expire')),
+    keep_id INTEGER REFERENCES memories (id) ON DELETE CASCADE,
     drop_id INTEGER NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
-    similarity REAL NOT NULL,
+    similarity REAL,
     status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'applied', 'skipped')),
     created_at TEXT NOT NULL,
     decided_at TEXT,
-    UNIQUE (keep_id, drop_id)
+    CHECK ((keep_id IS NULL) = (kind = 'expire')),
+    CHECK ((similarity IS NOT NULL) = (kind = 'merge')),
+    UNIQUE (kind, keep_id, drop_id)
 );
 CREATE INDEX memory_proposals_open ON memory_proposals (status, owner_user_id);
 CREATE INDEX memory_proposals_drop ON memory_proposals (drop_id);
+CREATE UNIQUE INDEX memory_proposals_expire ON memory_proposals (drop_id) WHERE kind = 'expire';
 
 -- What /why's Forget deleted, held for its Undo button until purge_after (lib/memory/holds.py).
 CREATE TABLE forget_holds (

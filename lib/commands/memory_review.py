@@ -64,11 +64,16 @@ def memory_undo(audit_id: int) -> None:
 @click.option("--apply", "apply_id", type=int, default=None, help="Apply this proposal.")
 @click.option("--skip", "skip_id", type=int, default=None, help="Skip this proposal (it is not proposed again).")
 @click.option("--apply-all", is_flag=True, help="Apply every open proposal.")
-@click.option("--scan", is_flag=True, help="Look for duplicates now instead of waiting for the daily pass.")
+@click.option(
+    "--scan",
+    is_flag=True,
+    help="Look for duplicates now (contradicted and stale facts wait for the server's daily pass).",
+)
 def memory_review(user_id: str | None, apply_id: int | None, skip_id: int | None, apply_all: bool, scan: bool) -> None:
-    """Consolidation's proposals: duplicate facts to merge (the one kept supersedes the other).
-    Under [memory] consolidate = "propose" nothing changes until a proposal is applied here."""
-    from lib.memory import consolidate, knowledge
+    """Consolidation's proposals: duplicate facts to merge, contradicted facts a newer one replaces,
+    stale facts to expire. Under [memory] consolidate = "propose" nothing changes until a proposal
+    is applied here (or under /memory pending)."""
+    from lib.memory import consolidate
 
     settings = settings_or_exit()
     conn = open_db(settings)
@@ -90,11 +95,9 @@ def memory_review(user_id: str | None, apply_id: int | None, skip_id: int | None
         return
     proposals = consolidate.open_proposals(conn, user_id)
     for proposal in proposals:
-        keep, drop = knowledge.get(conn, proposal["keep_id"]), knowledge.get(conn, proposal["drop_id"])
-        click.echo(
-            f"#{proposal['id']} merge (similarity {proposal['similarity']:.2f}) {proposal['owner_user_id'] or 'global'}"
-        )
-        click.echo(f"    keep #{keep.id}: {keep.content}")
-        click.echo(f"    drop #{drop.id}: {drop.content}")
+        head, *entries = consolidate.describe(conn, proposal)
+        click.echo(f"#{proposal['id']} {proposal['owner_user_id'] or 'global'}: {head}")
+        for line in entries:
+            click.echo(f"    {line}")
     if not proposals:
         click.echo("no proposals wait for review")

@@ -214,11 +214,18 @@ class MemoryConfig(Table):
     consolidate: Annotated[
         Literal["off", "propose", "auto"],
         about(
-            'Once a day, duplicate facts (the same words, or nearly) are found: "propose" changes nothing '
-            'until reviewed (`ash memory review`, /memory pending); "auto" merges at once (audited, '
-            'undoable); "off".'
+            "Once a day, duplicate facts (the same words, or nearly) are found, then the model looks for "
+            'contradicted and stale ones: "propose" changes nothing until reviewed (`ash memory review`, '
+            '/memory pending); "auto" applies at once (audited, undoable); "off" does neither.'
         ),
     ] = "propose"
+    consolidate_daily_tokens: Annotated[
+        NonNegativeInt,
+        about(
+            "Tokens consolidation may spend with the extraction model in one UTC day to find contradicted "
+            "and stale facts (recorded in usage with the purpose consolidation); 0: duplicate checks only."
+        ),
+    ] = 20000
 
 
 class EmbeddingsConfig(Table):

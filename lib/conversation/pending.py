@@ -5,6 +5,9 @@ A person reviews their own pending entries; the owner (config `owner`) also revi
 group's, and in a group only the owner may ask (the answer goes to their private chat: /memory is
 a private command). Every press is checked against stored state: the entry is still pending,
 and the presser may review it. A decided entry says so and changes nothing.
+
+Consolidation's proposals (lib/memory/consolidate.py) follow, for whoever may review every entry
+they touch: Merge / Keep both under a duplicate, Apply / Skip under a contradicted or stale fact.
 """
 
 from __future__ import annotations
@@ -18,11 +21,18 @@ from lib.memory.scope import is_group, is_group_owner
 
 KEEP = "mem:k:"
 DISCARD = "mem:d:"
-# Consolidation's proposals (lib/memory/consolidate.py): merge the pair, or keep both.
+# Consolidation's proposals (lib/memory/consolidate.py): apply one (merge a duplicate), or skip it
+# (keep both).
 MERGE = "mem:m:"
 BOTH = "mem:b:"
 # Every proposal the presser may review, applied at once (the daily review message's last button).
 ALL = "mem:all"
+# The buttons under a proposal, by its kind: (apply, skip), and what a press of each answers.
+LABELS = {"merge": ("Merge", "Keep both")}
+OTHER_LABELS = ("Apply", "Skip")
+DONE = {"merge": ("Merged.", "Both kept.")}
+OTHER_DONE = ("Applied.", "Skipped.")
+PROPOSALS = "Consolidation proposes these changes to what I remember; nothing changes until you say so:"
 SNIPPET = 160
 # Entries shown at once (two buttons each: Telegram allows 100 per message).
 PAGE = 20
@@ -80,49 +90,56 @@ def listing(conn: apsw.Connection, settings: Settings, user_id: str, *, limit: i
 
 
 def pending_reply(conn: apsw.Connection, settings: Settings, asker: Asker) -> Reply:
-    """/memory pending's answer: what waits for review, then duplicates consolidation proposes to merge."""
+    """/memory pending's answer: what waits for review, then what consolidation proposes."""
     if is_group(asker.chat_type) and not _is_owner(settings, asker.user_id):
         return Reply(OWNER_ONLY)
     waiting = listing(conn, settings, asker.user_id)
-    merges = proposals(conn, settings, asker.user_id)
-    if merges is None:
+    proposed = proposals(conn, settings, asker.user_id)
+    if proposed is None:
         return waiting
     if not waiting.buttons:
-        return merges
-    return Reply(f"{waiting.text}\n\n{merges.text}", waiting.buttons + merges.buttons)
+        return proposed
+    return Reply(f"{waiting.text}\n\n{proposed.text}", waiting.buttons + proposed.buttons)
 
 
-def _proposals_for(conn: apsw.Connection, settings: Settings, user_id: str) -> list[tuple[dict, list]]:
+def _proposals_for(conn: apsw.Connection, settings: Settings, user_id: str) -> list[dict]:
     from lib.memory import consolidate
 
     found = []
     for proposal in consolidate.open_proposals(conn):
-        pair = [knowledge.get(conn, proposal["keep_id"]), knowledge.get(conn, proposal["drop_id"])]
-        if all(e is not None and _may_review(settings, e, user_id) for e in pair):
-            found.append((proposal, pair))
+        ids = [i for i in (proposal["keep_id"], proposal["drop_id"]) if i is not None]
+        entries = [knowledge.get(conn, i) for i in ids]
+        if all(e is not None and _may_review(settings, e, user_id) for e in entries):
+            found.append(proposal)
     return found[:PAGE]
 
 
 def proposals(conn: apsw.Connection, settings: Settings, user_id: str) -> Reply | None:
-    """Duplicate facts consolidation proposes to merge, with Merge / Keep both; None when none."""
+    """What consolidation proposes to change, each described, with Merge / Keep both under a
+    duplicate and Apply / Skip under a contradicted or stale fact; None when nothing waits."""
+    from lib.memory import consolidate
+
     found = _proposals_for(conn, settings, user_id)
     if not found:
         return None
-    lines, rows = ["These look like the same fact said twice; merging keeps the first and retires the second:"], []
-    for number, (proposal, (keep, drop)) in enumerate(found, start=1):
-        lines.append(f"M{number}. “{_snippet(keep.content)}” / “{_snippet(drop.content)}”")
+    lines, rows = [PROPOSALS], []
+    for number, proposal in enumerate(found, start=1):
+        head, *entries = consolidate.describe(conn, proposal)
+        lines.append(f"M{number}. {head}")
+        lines += [f"    {line}" for line in entries]
+        apply_label, skip_label = LABELS.get(proposal["kind"], OTHER_LABELS)
         rows.append(
             (
-                Button(f"Merge M{number}", f"{MERGE}{proposal['id']}"),
-                Button(f"Keep both M{number}", f"{BOTH}{proposal['id']}"),
+                Button(f"{apply_label} M{number}", f"{MERGE}{proposal['id']}"),
+                Button(f"{skip_label} M{number}", f"{BOTH}{proposal['id']}"),
             )
         )
     return Reply("\n".join(lines), tuple(rows))
 
 
 REVIEW_HEADER = (
-    "Once a day I look over what I remember. Nothing changes until you say so "
-    "(each change can be undone: ash memory undo)."
+    "Once a day I look over what I remember for facts said twice, contradicted since or out of date. "
+    "Each change can be undone later (ash memory undo)."
 )
 
 
@@ -145,22 +162,24 @@ def _proposal_press(conn: apsw.Connection, settings: Settings, asker: Asker, dat
     from lib.memory import consolidate
 
     raw_id = data.rpartition(":")[2]
-    mine = {p["id"]: p for p, _ in _proposals_for(conn, settings, asker.user_id)}
+    mine = {p["id"]: p for p in _proposals_for(conn, settings, asker.user_id)}
     if data == ALL:
         who = f"{asker.actor}:review"
         done = sum(consolidate.apply(conn, settings, proposal_id, actor=who) is None for proposal_id in mine)
         return Press(f"Applied {done} of {len(mine)}." if mine else DECIDED, pending_reply(conn, settings, asker))
     if not raw_id.isdigit() or int(raw_id) not in mine:
         return Press(DECIDED, pending_reply(conn, settings, asker))
+    applied, skipped = DONE.get(mine[int(raw_id)]["kind"], OTHER_DONE)
     if data.startswith(BOTH):
         consolidate.skip(conn, int(raw_id))
-        return Press("Both kept.", pending_reply(conn, settings, asker))
+        return Press(skipped, pending_reply(conn, settings, asker))
     why_not = consolidate.apply(conn, settings, int(raw_id), actor=f"{asker.actor}:review")
-    return Press(why_not[:190] if why_not else "Merged.", pending_reply(conn, settings, asker))
+    return Press(why_not[:190] if why_not else applied, pending_reply(conn, settings, asker))
 
 
 def press(conn: apsw.Connection, settings: Settings, asker: Asker, data: str) -> Press:
-    """Keep or Discard pressed by `asker`: decided once, by someone who may review it."""
+    """Keep or Discard (or a proposal's button, or Apply all) pressed by `asker`: decided once, by
+    someone who may review it."""
     if data.startswith((MERGE, BOTH)) or data == ALL:
         return _proposal_press(conn, settings, asker, data)
     raw_id = data.rpartition(":")[2]

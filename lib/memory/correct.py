@@ -57,14 +57,24 @@ def forget_fact_notes(conn: apsw.Connection, user_id: str, content: str, actor: 
     return _rewrite_notes(conn, user_id, lambda kept: None if _same_fact(kept, content) else kept, actor, "note_forget")
 
 
-def restore_fact_note(conn: apsw.Connection, user_id: str, content: str, actor: str) -> bool:
-    """Add back the note line of a fact (an undone supersession, lib/memory/undo.py)."""
+def fact_note_index(conn: apsw.Connection, user_id: str, content: str) -> int | None:
+    """Where the note line saying the same as `content` is in the person's notes, or None."""
+    profile = store.get_profile(conn, user_id)
+    lines = profile.notes.splitlines() if profile else []
+    return next((at for at, line in enumerate(lines) if _same_fact(line, content)), None)
+
+
+def restore_fact_note(conn: apsw.Connection, user_id: str, content: str, actor: str, *, at: int | None = None) -> bool:
+    """Add back the note line of a fact (an undone supersession, lib/memory/undo.py): at line `at`
+    when known, else last."""
     profile = store.get_profile(conn, user_id)
     lines = profile.notes.splitlines() if profile else []
     if any(_same_fact(line, content) for line in lines):
         return False
-    store.set_notes(conn, user_id, "\n".join([*lines, f"- {content}"]).strip())
-    store.audit(conn, actor, "note_restore", user_id, lines_before=len(lines), lines_after=len(lines) + 1)
+    before = len(lines)
+    lines.insert(before if at is None else at, f"- {content}")
+    store.set_notes(conn, user_id, "\n".join(lines).strip())
+    store.audit(conn, actor, "note_restore", user_id, lines_before=before, lines_after=len(lines))
     return True
 
 

@@ -5,7 +5,8 @@ Only entries with source `extraction` decay: what a person asked Ash to remember
 `[memory] decay_per_week` of confidence for every week since it was stored, last saved again
 or last retrieved (`last_reinforced_at`); a fact that was never reinforced is retired by
 `ash memory gc` once what is left is at most `retire_below`. Retiring keeps the row (out of
-retrieval and listings, its index rows dropped) and is audited; `restore` brings it back.
+retrieval and listings, its index rows dropped) and is audited; `restore` brings it back, and so
+does `ash memory undo`. Consolidation retires a stale fact the same way (`retire`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
-from lib.memory import store
+from lib.memory import audit, store
 
 WEEK_SECONDS = 7 * 24 * 3600
 DECAYING_SQL = """
@@ -58,6 +59,22 @@ def retire_decayed(
         if retired:
             store.audit(conn, actor, "memory_retire", None, memory_ids=retired, count=len(retired))
     return retired
+
+
+def retire(conn: apsw.Connection, memory_id: int, *, actor: str, **because) -> bool:
+    """Take one entry out of retrieval (kept, restorable), audited as `memory_retire` with
+    `because`; False when it was retired already."""
+    from lib.memory.search import index
+
+    with immediate(conn):
+        conn.execute(RETIRE_SQL, {"id": memory_id, "now": now_iso()})
+        if not conn.changes():
+            return False
+        index.unindex(conn, "memory", memory_id)
+        found = one(conn, "SELECT owner_user_id, is_global FROM memories WHERE id = ?", (memory_id,))
+        owner = None if found["is_global"] else found["owner_user_id"]
+        audit.record(conn, actor, "memory_retire", [memory_id], owner, count=1, **because)
+    return True
 
 
 def restore(conn: apsw.Connection, settings: Settings, memory_id: int, *, actor: str) -> bool:

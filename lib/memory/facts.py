@@ -1,5 +1,6 @@
 """Reading the extraction model's answers (lib/memory/extraction.py): the facts it proposes and the
-older facts it says a new one replaces. Anything malformed is skipped, never raised."""
+older facts it says a new one replaces; `first_json` also reads consolidation's answers
+(lib/memory/consolidate_model.py). Anything malformed is skipped, never raised."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Fact", "parse_facts", "parse_superseded"]
+__all__ = ["Fact", "first_json", "parse_facts", "parse_superseded"]
 
 
 @dataclass
@@ -22,7 +23,7 @@ class Fact:
     outside: list[str] = field(default_factory=list)
 
 
-def _json_object(text: str) -> dict | list | None:
+def first_json(text: str) -> dict | list | None:
     """The first JSON object or array in a model answer (code fences and prose around it allowed)."""
     text = re.sub(r"```(?:json)?", "", text or "")
     decoder = json.JSONDecoder()
@@ -37,7 +38,7 @@ def _json_object(text: str) -> dict | list | None:
 
 def parse_facts(text: str) -> list[Fact]:
     """Facts from the model's answer; anything malformed is skipped, never raised."""
-    value = _json_object(text)
+    value = first_json(text)
     items = value.get("facts", []) if isinstance(value, dict) else value if isinstance(value, list) else []
     facts = []
     for item in items if isinstance(items, list) else []:
@@ -65,7 +66,7 @@ def parse_facts(text: str) -> list[Fact]:
 
 def parse_superseded(text: str, allowed: set[int]) -> list[int]:
     """Ids from the check answer that were among the candidates offered."""
-    value = _json_object(text)
+    value = first_json(text)
     ids = value.get("supersedes", []) if isinstance(value, dict) else value if isinstance(value, list) else []
     if not isinstance(ids, list):
         return []

@@ -1,7 +1,8 @@
 """The server's memory housekeeping: gc at start-up (`auto_gc`), then on a timer (and when
 kicked after a turn) the vectors of newly stored turns and the fact extractions that are due,
 and once a day, in the owner's quiet hour (lib/memory/daily.py), the expiry of unreviewed
-pending memories and consolidation, whose new proposals are announced to their reviewers."""
+pending memories and consolidation (its duplicate check, then its model pass), whose new
+proposals are announced to their reviewers."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ DAILY_CHECK_SECONDS = 60.0
 # Hands the channel the announcements waiting (lib/memory/daily.py): the server's wiring queues
 # a review message for each reviewer outside their quiet hours; memory itself knows no channel.
 Announce = Callable[[], Awaitable[None]]
+# The most tokens one answer of memory's model may hold.
+MAX_ANSWER_TOKENS = 1024
 
 
 class MemoryService:
@@ -54,14 +57,24 @@ class MemoryService:
         """A turn was stored: embed it now rather than at the next poll."""
         self._wake.set()
 
-    async def complete(self, *, system: str, prompt: str, user_id: str) -> str:
-        """Ask the configured model (extraction_model, else the default) for a fact extraction."""
+    async def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        user_id: str | None,
+        purpose: str = "extraction",
+        max_tokens: int = MAX_ANSWER_TOKENS,
+    ) -> str:
+        """Ask the configured model (extraction_model, else the default) for a fact extraction, or
+        for what `purpose` names (consolidation): usage is recorded under it."""
         return await self._complete(
             system=system,
             prompt=prompt,
             model=self.settings.config.memory.extraction_model,
             user_id=user_id,
-            purpose="extraction",
+            purpose=purpose,
+            max_tokens=max_tokens,
         )
 
     async def start(self) -> None:
@@ -90,26 +103,34 @@ class MemoryService:
                 return total
 
     async def daily(self) -> None:
-        """The daily pass: discard what waited for review past `pending_days`, look for facts to
-        consolidate ([memory] consolidate), then announce new proposals to their reviewers. A
-        failure is logged, not raised (the pass is tried again at the next check)."""
-        from lib.memory import consolidate, daily, review
+        """The daily pass: discard what waited for review past `pending_days`, look for duplicate
+        facts to consolidate ([memory] consolidate), ask the model for contradicted and stale ones
+        (within `consolidate_daily_tokens`), then announce new proposals to their reviewers. A
+        failure is logged, not raised; the pass counts as done either way (tried again tomorrow)."""
+        from lib.memory import consolidate, consolidate_model, daily, review
 
         settings = self.settings
+        before = await asyncio.to_thread(lambda: daily.newest_proposal(self.db.conn()))
 
         def chores() -> dict:
             conn = self.db.conn()
-            before = daily.newest_proposal(conn)
-            counts = {"unreviewed": review.expire_pending(conn, settings), **consolidate.propose(conn, settings)}
+            return {"unreviewed": review.expire_pending(conn, settings), **consolidate.propose(conn, settings)}
+
+        def done() -> None:
+            conn = self.db.conn()
             if settings.config.memory.consolidate == "propose":
                 daily.note_announcements(conn, daily.to_announce(conn, settings, before))
             daily.mark_done(conn, self._clock())
-            return counts
 
         try:
             log.info("memory daily pass: %s", await asyncio.to_thread(chores))
         except Exception:
-            log.exception("memory daily pass failed; trying again later")
+            log.exception("memory daily pass failed; trying again tomorrow")
+        try:
+            log.info("consolidation's model pass: %s", await consolidate_model.run(self.db, settings, self.complete))
+        except Exception:
+            log.exception("consolidation's model pass failed; trying again tomorrow")
+        await asyncio.to_thread(done)
 
     async def daily_if_due(self) -> None:
         """Once a minute: delete the forgets held for Undo whose window closed, run the daily pass

@@ -11,7 +11,8 @@ they were before it, search index included, and is audited itself (`memory_undo`
   Ash extracted.
 - `memory_keep` / `memory_discard`: the entry waits for review again (out of the index).
 - `memory_reinforce`: confidence, expiry and counters as they were (the row records them).
-- `memory_retire`: the entry is back in retrieval, as `ash memory restore` does.
+- `memory_retire`: the entry is back in retrieval, as `ash memory restore` does (with the note
+  line, in its place, that consolidation took out of the notes with an extracted fact).
 - `forget_memory` / `forget_message` made from /why: while their hold lasts (lib/memory/holds.py,
   ten minutes) the entries, messages and note lines come back, re-indexed.
 - Otherwise forgetting, expiry and eviction delete the text for real (Forgetting is real: the
@@ -104,7 +105,7 @@ def _undo_supersede(conn: apsw.Connection, settings: Settings, detail: dict, act
         old = knowledge.get(conn, old_id)
         _index().index_memory(conn, settings, old_id)
         if old.source == "extraction" and old.owner_user_id is not None:
-            correct.restore_fact_note(conn, old.owner_user_id, old.content, actor)
+            correct.restore_fact_note(conn, old.owner_user_id, old.content, actor, at=detail.get("note_line"))
     return f"memory #{old_id} is current again (#{new_id} no longer replaces it)"
 
 
@@ -129,12 +130,16 @@ def _undo_reinforce(conn: apsw.Connection, ids: list[int], detail: dict) -> str:
     return f"memory #{ids[0]} has its earlier confidence ({before['confidence']:.2f}) again"
 
 
-def _undo_retire(conn: apsw.Connection, settings: Settings, ids: list[int]) -> str:
+def _undo_retire(conn: apsw.Connection, settings: Settings, ids: list[int], detail: dict, actor: str) -> str:
     with immediate(conn):
         for memory_id in ids:
             conn.execute("UPDATE memories SET retired_at = NULL WHERE id = ? AND retired_at IS NOT NULL", (memory_id,))
             if conn.changes():
                 _index().index_memory(conn, settings, memory_id)
+        # Consolidation's expiry took an extracted fact's line out of the notes (lib/memory/consolidate.py).
+        entry = knowledge.get(conn, ids[0]) if "note_line" in detail and len(ids) == 1 else None
+        if entry is not None and entry.owner_user_id is not None:
+            correct.restore_fact_note(conn, entry.owner_user_id, entry.content, actor, at=detail["note_line"])
     return f"memory {', '.join(f'#{i}' for i in ids)} is back in retrieval"
 
 
@@ -169,7 +174,7 @@ def undo(conn: apsw.Connection, settings: Settings, audit_id: int, *, actor: str
             elif action == "memory_reinforce":
                 said = _undo_reinforce(conn, ids, detail)
             elif action == "memory_retire":
-                said = _undo_retire(conn, settings, ids)
+                said = _undo_retire(conn, settings, ids, detail, actor)
             else:
                 return Undone(False, f"#{audit_id} ({action}) is not a change undo knows how to take back")
             audit.record(

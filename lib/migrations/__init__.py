@@ -53,6 +53,7 @@ STEPS: list[Step] = [
     _sql_step("m015_followups"),
     _sql_step("m016_memory_trust"),
     _sql_step("m017_memory_proposals"),
+    _sql_step("m018_memory_proposal_kinds"),
     _sql_step("m019_forget_holds"),
 ]
 

@@ -111,7 +111,8 @@ async def test_the_memory_service_deletes_holds_whose_window_closed(ash_home):
     from lib.db import Database
     from lib.memory.service import MemoryService
 
-    settings = make_settings(ash_home, NO_EMBEDDINGS)
+    # The daily pass runs too (its first time): its duplicate checks only, no model.
+    settings = make_settings(ash_home, NO_EMBEDDINGS + "[memory]\nconsolidate_daily_tokens = 0\n")
     conn = open_db(settings)
     entry = said_in_porto(conn, settings)
     forget.forget_memory(conn, settings, USER, entry, "why:1001", hold_until_undo=NOW)

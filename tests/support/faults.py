@@ -487,6 +487,7 @@ lease_seconds = 30.0
 
 [memory]
 extraction_enabled = false
+consolidate_daily_tokens = 0
 
 [embeddings]
 provider = "none"
@@ -497,7 +498,8 @@ llm_retries = 2
 
 
 def write_config(home: Path, allowed: list[int] | None = None, extra: str = "") -> Path:
-    """A config.toml for tests: fast ticks, no embeddings model, no background extraction."""
+    """A config.toml for tests: fast ticks, no embeddings model, no background extraction and no
+    consolidation model pass (the stub upstreams answer only what each test expects)."""
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
     path.write_text(CONFIG.format(owner=OWNER, allowed=json.dumps(allowed or [])) + extra, encoding="utf-8")

@@ -142,3 +142,31 @@ def test_duplicate_facts_are_offered_for_merging_under_memory_pending(ash_home, 
     assert merged.notice == "Merged." and merged.reply.text == "Nothing waits for your review."
     assert knowledge.get(conn, again).superseded_by == keep
     assert run_press(conn, settings, me, labels["Merge M1"]).notice == "That one was decided already."
+
+
+def test_contradicted_and_stale_facts_are_offered_with_apply_and_skip(ash_home, db_path, settings):
+    from lib.memory import consolidate
+
+    conn = connect(settings.database_path)
+    owner = "1001"
+    add = lambda text: knowledge.add(conn, settings, text, owner_user_id=owner, source="cli")  # noqa: E731
+    lyon, porto, trip = add("Lives in Lyon"), add("Lives in Porto"), add("Flies to Tokyo on 14 February")
+    consolidate.add_proposal(conn, settings, "supersede", owner=owner, keep=porto, drop=lyon)
+    consolidate.add_proposal(conn, settings, "expire", owner=owner, drop=trip)
+    me = Asker("telegram", owner, owner)
+    shown = run_command(Ask(conn, settings, me, "pending"), "memory")
+    assert "M1. contradicted: the newer fact replaces the older" in shown.text
+    assert f"keep #{porto}: Lives in Porto" in shown.text and f"drop #{lyon}: Lives in Lyon" in shown.text
+    assert "M2. stale" in shown.text and f"expire #{trip}: Flies to Tokyo on 14 February" in shown.text
+    labels = {b.label: b.data for b in shown.choices}
+    assert set(labels) == {"Apply M1", "Skip M1", "Apply M2", "Skip M2"}
+    assert run_press(conn, settings, Asker("telegram", "2002", "2002"), labels["Apply M2"]).notice == (
+        "That one was decided already."
+    )
+
+    applied = run_press(conn, settings, me, labels["Apply M1"])
+    assert applied.notice == "Applied." and knowledge.get(conn, lyon).superseded_by == porto
+    assert {b.label for b in applied.reply.choices} == {"Apply M1", "Skip M1"}  # the expiry still waits
+    skipped = run_press(conn, settings, me, labels["Skip M2"])
+    assert skipped.notice == "Skipped." and skipped.reply.text == "Nothing waits for your review."
+    assert [k.id for k in knowledge.active_facts(conn, owner)] == [porto, trip]
