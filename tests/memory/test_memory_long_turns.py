@@ -149,3 +149,38 @@ def test_what_the_search_ranks_best_passes_the_floor(ash_home, monkeypatch):
         assert evidence not in [r.id for r in retrieve_context(conn, settings, user_id=OWNER, query=query)]
         # Small talk still brings nothing: a question about nothing in memory passes no floor.
         assert retrieve_context(conn, settings, user_id=OWNER, query="thanks, that's all") == []
+
+
+def test_a_question_about_a_person_memory_knows_passes_the_floor_on_common_words(ash_home, monkeypatch):
+    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
+    with closing(open_db(settings)) as conn:
+        session = store.open_session(conn, "telegram", OWNER, OWNER, "private")
+        # "tasks", "organize", "share" are in many turns (Ash's long answers repeat them): none is rare.
+        for n in range(8):
+            record_turn(
+                conn,
+                settings,
+                session_id=session.id,
+                user_id=OWNER,
+                user_text=f"Thanks for point {n}.",
+                answer_text=f"To organize tasks you can share a board; tip {n}: keep tasks short.",
+            )
+        evidence, _ = record_turn(
+            conn,
+            settings,
+            session_id=session.id,
+            user_id=OWNER,
+            user_text="I keep my tasks in a shared spreadsheet so my team can organize and share them.",
+            answer_text="Good idea.",
+        )
+        asked = "Can you help me organize my tasks so I can easily share them with others?"
+        assert evidence in [r.id for r in retrieve_context(conn, settings, user_id=OWNER, query=asked)]
+        # Someone named: the same (in a conversation between people each name is in hundreds of turns).
+        named = "How does Tom organize tasks to share them?"
+        assert evidence in [r.id for r in retrieve_context(conn, settings, user_id=OWNER, query=named)]
+        # About nobody ("me" alone is small talk's: "tell me a joke"): nothing.
+        assert retrieve_context(conn, settings, user_id=OWNER, query="Can you organize tasks to share them?") == []
+        assert retrieve_context(conn, settings, user_id=OWNER, query="tell me another joke about tasks") == []
+        # The mechanism removed: the floor lets nothing through for the request either.
+        monkeypatch.setattr(relevance, "PERSONAL_TERMS", 10**6)
+        assert retrieve_context(conn, settings, user_id=OWNER, query=asked) == []

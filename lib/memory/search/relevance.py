@@ -33,6 +33,7 @@ content, and a term's count is only read up to the threshold, so a common word c
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import apsw
@@ -45,6 +46,21 @@ RARE_COUNT = 3
 # long chunk's cosine is low: the floor kept 0.384 of the evidence where the hybrid top 10 held
 # 0.487. What reaches the prompt must hold at least what the top 10 holds.
 KEEP_BEST = 10
+
+
+# A question about a person memory knows passes the floor when it names at least PERSONAL_TERMS
+# words memory holds, though none is rare and no vector is close. The person is the asker ("Can
+# you help me organize my tasks so I can share them?") or someone named ("Who supports Caroline
+# when she has a negative experience?"). In assistant chats the asker's words ("tasks",
+# "budget") are in dozens of Ash's answers, and long turns keep cosines low; in a conversation
+# between people each name is in hundreds of turns. Every question whose evidence the hybrid top
+# 10 held and the prompt did not (4 on BEAM, 7 on LoCoMo, over six conversations) was of this
+# kind, with the floor letting nothing through. "I", "my", "mine", "myself" and names only: "tell
+# me a joke" and "give me a random number" are small talk.
+PERSONAL_TERMS = 3
+_ASKER_OWN = re.compile(r"(?<![\w'])(?:I(?:'m|'ve|'d|'ll)?|(?i:my|mine|myself))(?![\w'])")
+# A capitalised word after the first one: a name ("Caroline", "Tim's"), as a question says it.
+_NAME = re.compile(r"(?<=\s)[\"'“(]?([A-Z][a-z]+)")
 
 
 class CosineFloor(NamedTuple):
@@ -83,6 +99,19 @@ def rare_terms(conn: apsw.Connection, terms: list[str]) -> list[str]:
     return rare
 
 
+def about_a_person(conn: apsw.Connection, query: str, terms: list[str]) -> bool:
+    """The query speaks of the asker ("I", "my") or names someone, and names at least
+    PERSONAL_TERMS words found in memory (each looked up once, counting stops at one)."""
+    if not _ASKER_OWN.search(query) and not _NAME.search(query):
+        return False
+    known = 0
+    for term in terms:
+        known += conn.execute(TERM_COUNT_SQL, (f'"{term}"', 1)).fetchone()[0]
+        if known >= PERSONAL_TERMS:
+            return True
+    return False
+
+
 def expression(terms: list[str]) -> str | None:
     """An FTS5 expression matching any of `terms` (already plain words)."""
     return " OR ".join(f'"{t}"' for t in terms) or None
@@ -95,9 +124,16 @@ def with_best(allowed: set[int] | None, scores: dict[int, float]) -> set[int] | 
     return allowed | set(sorted(scores, key=lambda ref: -scores[ref])[:KEEP_BEST])
 
 
-def relevant(rare_matches: set[int], cosines: dict[int, float], floor: CosineFloor = DEFAULT_FLOOR) -> set[int] | None:
+def relevant(
+    rare_matches: set[int],
+    cosines: dict[int, float],
+    floor: CosineFloor = DEFAULT_FLOOR,
+    *,
+    about_someone: bool = False,
+) -> set[int] | None:
     """Items that pass the floor by themselves, or None when the query is about nothing in
-    memory (no rare word found, no item close enough)."""
+    memory (no rare word found, no item close enough, and not about a person memory knows:
+    then nothing passes by itself, and the best KEEP_BEST do)."""
     if not rare_matches and max(cosines.values(), default=0.0) < floor.query:
-        return None
+        return set() if about_someone else None
     return rare_matches | {ref for ref, cosine in cosines.items() if cosine >= floor.item}

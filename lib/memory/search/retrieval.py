@@ -225,7 +225,8 @@ def _messages_past_floor(
     params = {"owner": user_id, "n": FTS_CANDIDATES}
     cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
     rare = _rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words)
-    passed = relevance.relevant(rare, cosines, _cosine_floor(settings))
+    someone = relevance.about_a_person(conn, query, query_terms(query))
+    passed = relevance.relevant(rare, cosines, _cosine_floor(settings), about_someone=someone)
     if passed is None:
         return None
     return passed | conversation.neighbours(conn, user_id, passed)
