@@ -32,7 +32,9 @@ async def no_model(**_) -> str:
 @pytest.fixture
 def settings(ash_home, db_path, monkeypatch, bot):  # noqa: F811
     # The duplicate checks only: these tests are about when the pass runs and what it announces.
-    point_at_fake_bot_api(monkeypatch, ash_home, 'timezone = "Europe/Lisbon"\n' + CONFIG + "consolidate_daily_tokens = 0\n")
+    point_at_fake_bot_api(
+        monkeypatch, ash_home, 'timezone = "Europe/Lisbon"\n' + CONFIG + "consolidate_daily_tokens = 0\n"
+    )
     from lib.config import load_settings
 
     return load_settings()
