@@ -21,6 +21,7 @@ HEADERS = {"x-telegram-bot-api-secret-token": SECRET, "content-type": "applicati
 ALLOWED = {200, 400, 413}
 LIMIT = 64 * 1024
 
+
 # Named functions, never lambdas, in the strategies: to describe a lambda Hypothesis reads its
 # source and walks sys.modules, which the app's warm-up thread changes as it imports the SDKs
 # ("dictionary changed size during iteration", seen once beside two CPU hogs).
@@ -96,6 +97,9 @@ def client(db_path, ash_home, monkeypatch):
     from app import app
 
     with TestClient(app) as test_client:
+        # The warm-up thread imports the SDKs a moment after start; let it finish before
+        # Hypothesis starts describing strategies (see _containers).
+        test_client.blocking_portal.call(test_client.app.state.runtime.ready)
         yield test_client
 
 
