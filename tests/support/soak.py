@@ -138,8 +138,9 @@ class Event:
     kind: str  # "backup", "kill", "restore"
     started_at: float | None = None
     done_at: float | None = None
-    # A kill: when the process was seen dead (the SIGKILL lands a moment after started_at).
-    dead_at: float | None = None
+    # A kill: when the next process was launched. Until then only the killed one can have sent a
+    # message: its request was already on the wire, or this busy test process read it late.
+    relaunched_at: float | None = None
     detail: str = ""
 
 
@@ -579,8 +580,8 @@ class Soak:
     def _kill_and_restart(self, env: dict[str, str], event: Event) -> None:
         went = time.time()
         self.server.kill()
-        event.dead_at = time.time()
         time.sleep(random.Random(f"{self.plan.seed}|{went}").uniform(0, 1))
+        event.relaunched_at = time.time()
         self.server = AshServer(self.home, env, name="soak", port=self.server.port).start(wait=False)
         self.server.wait_healthy(60)
         self.down.append((went, time.time()))
@@ -765,27 +766,30 @@ def check(run: SoakRun) -> Verdict:
 
 # How long after Telegram showed a message Ash may still be writing down its id (measured in the
 # soak on 2 busy cores: under 30 ms); a SIGKILL in that instant leaves a message no run knows of.
-# A send that reaches Telegram after the SIGKILL was sent but before the process is dead (the
-# request was on its way; 7 ms after, seen once beside two CPU hogs) is in that instant too.
+# A send Telegram shows after the SIGKILL but before the next process is launched is in that
+# instant too: the request was on its way, or the stub's thread stamped it late (70 ms after the
+# signal, seen once beside two CPU hogs, with the process already reaped).
 RECORD_WINDOW = 0.5
 
 
 def _sent_just_before_a_kill(run: SoakRun, messages: dict[int, dict], row: dict, ids: list[int]) -> set[int]:
     """Of an update's messages, those its last run did not know of (not on its inbox row), never
-    edited (no run ever learnt their id), sent within RECORD_WINDOW before a SIGKILL (or while it
-    was landing: between sending the signal and seeing the process dead). The Bot API
+    edited (no run ever learnt their id), sent within RECORD_WINDOW before a SIGKILL or after it
+    but before the next process was launched (only the killed one can have sent them). The Bot API
     has no idempotent send, and no way to find such a message again: a kill in that instant is the
     one way a second message can appear, and the soak counts these apart instead of failing."""
     if len(ids) < 2:
         return set()
     known = set(json.loads(row.get("reply_message_ids") or "[]"))
-    kills = [(e.started_at, e.dead_at or e.started_at) for e in run.script.events if e.kind == "kill" and e.started_at]
+    kills = [
+        (e.started_at, e.relaunched_at or e.started_at) for e in run.script.events if e.kind == "kill" and e.started_at
+    ]
     return {
         i
         for i in ids
         if i not in known
         and len(messages[i]["history"]) == 1
-        and any(sent - RECORD_WINDOW <= messages[i]["sent_at"] <= dead for sent, dead in kills)
+        and any(sent - RECORD_WINDOW <= messages[i]["sent_at"] <= relaunched for sent, relaunched in kills)
     }
 
 
