@@ -124,16 +124,9 @@ def with_best(allowed: set[int] | None, scores: dict[int, float]) -> set[int] | 
     return allowed | set(sorted(scores, key=lambda ref: -scores[ref])[:KEEP_BEST])
 
 
-def relevant(
-    rare_matches: set[int],
-    cosines: dict[int, float],
-    floor: CosineFloor = DEFAULT_FLOOR,
-    *,
-    about_someone: bool = False,
-) -> set[int] | None:
+def relevant(rare_matches: set[int], cosines: dict[int, float], floor: CosineFloor = DEFAULT_FLOOR) -> set[int] | None:
     """Items that pass the floor by themselves, or None when the query is about nothing in
-    memory (no rare word found, no item close enough, and not about a person memory knows:
-    then nothing passes by itself, and the best KEEP_BEST do)."""
+    memory (no rare word found, no item close enough)."""
     if not rare_matches and max(cosines.values(), default=0.0) < floor.query:
-        return set() if about_someone else None
+        return None
     return rare_matches | {ref for ref, cosine in cosines.items() if cosine >= floor.item}

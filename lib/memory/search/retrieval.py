@@ -225,8 +225,9 @@ def _messages_past_floor(
     params = {"owner": user_id, "n": FTS_CANDIDATES}
     cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
     rare = _rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words)
-    someone = relevance.about_a_person(conn, query, query_terms(query))
-    passed = relevance.relevant(rare, cosines, _cosine_floor(settings), about_someone=someone)
+    passed = relevance.relevant(rare, cosines, _cosine_floor(settings))
+    if passed is None and relevance.about_a_person(conn, query, query_terms(query)):
+        passed = set()  # nothing passes by itself; the best KEEP_BEST do (the caller adds them)
     if passed is None:
         return None
     return passed | conversation.neighbours(conn, user_id, passed)
