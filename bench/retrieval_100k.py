@@ -4,7 +4,9 @@
 
 `--busy` times the same searches with a busy loop per core running beside them (other work on
 the machine: a sandbox command, another process) and Ash's own indexing going on at the same
-time (long answers stored and embedded in a thread of this process, as the memory service does).
+time (long answers, each new, stored and embedded in a thread of this process, as the memory
+service does: full text at once, vectors in slices that step aside while a search runs;
+`--no-step-aside` embeds without waiting, to compare).
 
 Builds a temporary database holding N messages of one user (plus 10k of four other users)
 and times the production retrieval path: `search_messages` (hybrid: FTS5 BM25 + binary-vec0
@@ -123,8 +125,10 @@ def report(label: str, values: list[float]) -> None:
 
 
 @contextlib.contextmanager
-def busy_machine(settings, enabled: bool):
-    """A busy loop per core in other processes, and this process indexing long answers in a thread."""
+def busy_machine(settings, enabled: bool, step_aside: bool = True):
+    """A busy loop per core in other processes, and this process indexing long answers in a thread
+    the way the server does: full text with the turn, vectors in the background, which steps aside
+    while a search runs (lib/memory/search/foreground.py; not with `step_aside=False`)."""
     if not enabled:
         yield
         return
@@ -135,14 +139,24 @@ def busy_machine(settings, enabled: bool):
     def index_answers() -> None:
         from lib.memory import store
         from lib.memory.api import record_turn
+        from lib.memory.search import index
 
         side = connect(settings.database_path)
         session = store.open_session(side, "bench", "busy", "999999", "private")
-        answer = "Here is how to do it. " + " ".join(f"Step {n}: run the command and check the log." for n in range(70))
+        steps = " ".join(f"Step {n}: run the command and check the log." for n in range(70))
         while not stop.is_set():
+            # A new text each time: every turn's vectors are computed, none comes from the cache.
+            answer = f"Here is how to do it, take {len(indexed) + 1}. {steps}"
             record_turn(
-                side, settings, session_id=session.id, user_id="999999", user_text="And then?", answer_text=answer
+                side,
+                settings,
+                session_id=session.id,
+                user_id="999999",
+                user_text="And then?",
+                answer_text=answer,
+                embed=False,
             )
+            index.backfill_vectors(side, settings, yield_ceiling=None if step_aside else 0)
             indexed.append(1)
         side.close()
 
@@ -163,7 +177,12 @@ def busy_machine(settings, enabled: bool):
 @click.option("--queries", type=int, default=300, help="Queries to time.")
 @click.option("--busy", is_flag=True, help="A busy loop per core and indexing running beside the searches.")
 @click.option("--pool", type=int, default=POOL, help="Real sentences embedded for the perturbed vectors.")
-def main(messages: int, queries: int, busy: bool, pool: int) -> None:
+@click.option(
+    "--no-step-aside",
+    is_flag=True,
+    help="With --busy: background embedding does not wait for the searches (as before issue 33).",
+)
+def main(messages: int, queries: int, busy: bool, pool: int, no_step_aside: bool) -> None:
     """Build a database with MESSAGES messages of one user and time retrieval on it."""
     rng = np.random.default_rng(7)
     words = vocabulary()
@@ -192,7 +211,7 @@ def main(messages: int, queries: int, busy: bool, pool: int) -> None:
         def run(mode):
             return lambda q: search_messages(conn, settings, user_id=USER, query=q, limit=10, mode=mode)
 
-        with busy_machine(settings, busy):
+        with busy_machine(settings, busy, step_aside=not no_step_aside):
             report("search_messages fts only", timed(run("fts"), asked))
             report("search_messages vector only (query embedded)", timed(run("vector"), asked))
             report(

@@ -21,7 +21,7 @@ import apsw
 
 from lib.config import Settings
 from lib.db import immediate, rows
-from lib.memory.search import chunking, vectors, when
+from lib.memory.search import chunking, foreground, vectors, when
 from lib.memory.search.embeddings import content_hash, embed_texts, model_key
 
 log = logging.getLogger("ash.memory.index")
@@ -246,25 +246,32 @@ def prune_orphans(conn: apsw.Connection) -> int:
     return len(orphan_ids)
 
 
-def backfill_vectors(conn: apsw.Connection, settings: Settings, limit: int = REINDEX_BATCH) -> int:
+def backfill_vectors(
+    conn: apsw.Connection, settings: Settings, limit: int = REINDEX_BATCH, *, yield_ceiling: float | None = None
+) -> int:
     """Embed up to `limit` chunks that have no vector yet (new turns, or written while the
-    embedding service was down); returns how many were embedded."""
+    embedding service was down); returns how many were embedded. This is background work: it
+    embeds a few chunks at a time and steps aside while a question is being answered
+    (lib/memory/search/foreground.py; `yield_ceiling` bounds each wait)."""
     if not _vectors_ready(conn, settings):
         return 0
     found = rows(conn, UNEMBEDDED_SQL, (limit,))
-    if not found:
-        return 0
-    embedded = embed_texts(conn, settings, [r["content"] for r in found])
-    if embedded is None:
-        return 0
-    with immediate(conn):
-        for row, vector in zip(found, embedded, strict=True):
-            # Another process may have embedded it meanwhile, or the chunk may be gone.
-            conn.execute(MARK_EMBEDDED_SQL, (row["id"],))
-            if conn.changes():
-                vectors.delete(conn, [row["id"]])
-                vectors.insert(conn, row["id"], row["owner_user_id"], row["kind"], vector)
-    return len(found)
+    done = 0
+    for start in range(0, len(found), foreground.SLICE):
+        foreground.step_aside(yield_ceiling)
+        piece = found[start : start + foreground.SLICE]
+        embedded = embed_texts(conn, settings, [r["content"] for r in piece])
+        if embedded is None:
+            break
+        with immediate(conn):
+            for row, vector in zip(piece, embedded, strict=True):
+                # Another process may have embedded it meanwhile, or the chunk may be gone.
+                conn.execute(MARK_EMBEDDED_SQL, (row["id"],))
+                if conn.changes():
+                    vectors.delete(conn, [row["id"]])
+                    vectors.insert(conn, row["id"], row["owner_user_id"], row["kind"], vector)
+        done += len(piece)
+    return done
 
 
 def reindex_all(conn: apsw.Connection, settings: Settings, progress: Callable[[int, int], None] | None = None) -> int:

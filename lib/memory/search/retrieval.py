@@ -22,7 +22,7 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import now_iso, rows
-from lib.memory.search import asker, conversation, fusion, index, parallel, relevance, vectors
+from lib.memory.search import asker, conversation, foreground, fusion, index, parallel, relevance, vectors
 from lib.memory.search.embeddings import embed_texts, model_key
 from lib.memory.search.words import fts_query, query_terms
 from lib.memory.types import SearchResult
@@ -126,6 +126,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 
 
+@foreground.while_answering
 def search_messages(
     conn: apsw.Connection,
     settings: Settings,
@@ -304,6 +305,7 @@ def _knowledge_vector_hits(
         candidates *= 4
 
 
+@foreground.while_answering
 def search_knowledge(
     conn: apsw.Connection,
     settings: Settings,
@@ -366,6 +368,7 @@ def _knowledge_metadata(row: dict) -> dict:
     }
 
 
+@foreground.while_answering
 def search_all(
     conn: apsw.Connection, settings: Settings, *, user_id: str, query: str, limit: int = 10, floor: bool = False
 ) -> list[SearchResult]:

@@ -1,0 +1,81 @@
+"""Questions being answered now, so that background indexing steps aside for them.
+
+On two busy cores a hybrid query took 168 ms p50 against 20 ms on a quiet machine (issue 33):
+the query's own embedding and search compete for the cores with the embedding passes for new
+turns and documents, which the server runs in the background (lib/memory/service.py,
+`embed_pending`). So every search holds `answering()` while it runs, and background embedding
+(lib/memory/search/index.py, `backfill_vectors`) embeds in slices of SLICE chunks, waiting
+before each until no question is being answered. The wait has a ceiling, YIELD_CEILING: under
+constant traffic indexing still moves (a new turn is found by its words meanwhile, its vector
+follows).
+
+A CLI reindex runs in a process of its own and does not see these; `nice` it on a busy server.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+SLICE = 8
+YIELD_CEILING = 2.0
+
+_lock = threading.Lock()
+_idle = threading.Event()
+_idle.set()
+_answering = 0
+_stepping_aside = 0
+
+
+@contextmanager
+def answering() -> Iterator[None]:
+    """Mark a question as being answered for the duration (nests, and counts across threads)."""
+    global _answering
+    with _lock:
+        _answering += 1
+        _idle.clear()
+    try:
+        yield
+    finally:
+        with _lock:
+            _answering -= 1
+            if _answering == 0:
+                _idle.set()
+
+
+def while_answering[**P, R](search: Callable[P, R]) -> Callable[P, R]:
+    """A search that holds `answering()` while it runs."""
+
+    @functools.wraps(search)
+    def searching(*args: P.args, **kwargs: P.kwargs) -> R:
+        with answering():
+            return search(*args, **kwargs)
+
+    return searching
+
+
+def step_aside(ceiling: float | None = None) -> bool:
+    """Wait until no question is being answered, for at most `ceiling` seconds (YIELD_CEILING
+    by default). True when nothing was being answered by the end of the wait."""
+    global _stepping_aside
+    if _idle.is_set():
+        return True
+    with _lock:
+        _stepping_aside += 1
+    try:
+        return _idle.wait(YIELD_CEILING if ceiling is None else ceiling)
+    finally:
+        with _lock:
+            _stepping_aside -= 1
+
+
+def answering_now() -> int:
+    """How many searches for a question are running now."""
+    return _answering
+
+
+def stepping_aside() -> int:
+    """How many background passes are waiting for questions to be answered now (for tests)."""
+    return _stepping_aside
