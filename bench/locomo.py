@@ -19,7 +19,9 @@ a value that changed (BEAM's knowledge updates: its evidence is the turn with th
 The file does not name the turn with the old value, so the figure is a strict proxy: the share
 of such questions whose newest evidence turn is in the top 10 and ranks above every turn of the
 same speaker said before it that is also there (the old value's turn shares the question's
-words and is said earlier). A file without such questions prints no newest-value line.
+words and is said earlier). Only assistant chats (speakers "User" and "Assistant", as BEAM's
+conversion writes them) have such questions: LoCoMo's category 3 is open-domain inference, and
+a file without them prints no newest-value line.
 
 `--keep DIR` keeps the indexed database (and which message is which turn) in DIR and reuses it
 on the next run with the same DIR: ranking changes can then be measured without indexing again
@@ -175,6 +177,13 @@ def newest_value(qa: dict, evidence: set[str], ranked: list, speaker_of: dict, o
     )
 
 
+def has_knowledge_updates(sample: dict) -> bool:
+    """Category 3 is knowledge updates in the assistant chats (BEAM's conversion, whose speakers
+    are "User" and "Assistant"); in LoCoMo's conversations between people it is open-domain."""
+    conversation = sample["conversation"]
+    return (conversation.get("speaker_a"), conversation.get("speaker_b")) == ("User", "Assistant")
+
+
 def turn_facts(sample: dict) -> tuple[dict[str, str], dict[str, int]]:
     """Each turn's speaker and its place in the conversation (dia_id -> ...)."""
     conv = sample["conversation"]
@@ -278,6 +287,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
             index_bare(conn, list(dia_of))
             known = set(dia_of.values())
             speaker_of, order_of = turn_facts(sample)
+            updates = has_knowledge_updates(sample)
             mine = [g for g, members in groups.items() if number in members]
             for qa in sample["qa"]:
                 evidence = {e for entry in qa.get("evidence", []) for e in EVIDENCE.findall(entry)} & known
@@ -304,7 +314,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                     recall[group][PROMPT]["all"].setdefault(category, []).append(
                         len(evidence & reached) / len(evidence)
                     )
-                for mode, ranked in ranked_by.items():
+                for mode, ranked in ranked_by.items() if updates else ():
                     won = newest_value(qa, evidence, ranked, speaker_of, order_of)
                     for group in mine if won is not None else ():
                         newest[group][mode].append(float(won))

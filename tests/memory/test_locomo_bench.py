@@ -1,0 +1,84 @@
+"""bench/locomo.py on a small file of both kinds: the newest-value figure counts the assistant
+chats' knowledge updates (category 3 there), never LoCoMo's category 3 (open-domain)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _session(speakers_and_texts: list[tuple[str, str]], number: int) -> list[dict]:
+    return [{"speaker": s, "dia_id": f"D{number}:{i}", "text": t} for i, (s, t) in enumerate(speakers_and_texts, 1)]
+
+
+ASSISTANT_CHAT = {
+    "sample_id": "assistant-chat",
+    "conversation": {
+        "speaker_a": "User",
+        "speaker_b": "Assistant",
+        "session_1_date_time": "12:00 am on 12 March, 2024",
+        "session_1": _session(
+            [
+                ("User", "My budget for new running sneakers is $150, can you suggest a few pairs?"),
+                ("Assistant", "Sure! Within $150 the Brooks Ghost and the Nike Pegasus are good picks."),
+            ],
+            1,
+        ),
+        "session_2_date_time": "12:00 am on 2 April, 2024",
+        "session_2": _session(
+            [
+                ("User", "I got a bonus, so my sneakers budget is now $220."),
+                ("Assistant", "Nice! With $220 you can also look at the Ultraboost."),
+            ],
+            2,
+        ),
+    },
+    "qa": [{"question": "What is my budget for sneakers?", "answer": "$220", "evidence": ["D2:1"], "category": 3}],
+}
+
+PEOPLE_CHAT = {
+    "sample_id": "people-chat",
+    "conversation": {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:00 pm on 3 May, 2023",
+        "session_1": _session(
+            [
+                ("Ana", "I have been volunteering at the animal shelter every Saturday."),
+                ("Ben", "That's lovely, you always liked dogs."),
+            ],
+            1,
+        ),
+    },
+    "qa": [
+        {
+            "question": "Would Ana likely adopt a dog?",
+            "answer": "Likely yes",
+            "evidence": ["D1:1"],
+            "category": 3,
+        }
+    ],
+}
+
+
+def test_the_newest_value_line_counts_only_the_assistant_chats_updates(tmp_path):
+    data = tmp_path / "both.json"
+    data.write_text(json.dumps([ASSISTANT_CHAT, PEOPLE_CHAT]), encoding="utf-8")
+
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "locomo.py"), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+    ).stdout
+
+    assert "2 conversations" in out and "2 questions" in out
+    # One question about a value that changed; the updated turn outranks the old one.
+    assert "newest value (1 questions, updated turn first): hybrid 1.000" in out
+    assert "hybrid recall@10 overall: 1.000" in out
