@@ -15,7 +15,7 @@ import pytest
 
 from lib.memory import store
 from lib.memory.api import record_turn, retrieve_context
-from lib.memory.search import chunking, e5, excerpt, index, relevance
+from lib.memory.search import chunking, e5, excerpt, index, relevance, retrieval
 from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "7"
@@ -184,3 +184,41 @@ def test_a_question_about_a_person_memory_knows_passes_the_floor_on_common_words
         # The mechanism removed: the floor lets nothing through for the request either.
         monkeypatch.setattr(relevance, "PERSONAL_TERMS", 10**6)
         assert retrieve_context(conn, settings, user_id=OWNER, query=asked) == []
+
+
+RENOVATION = (
+    "Great question! Here is a plan for the whole renovation, room by room.\n"
+    + "\n".join(
+        f"## Phase {n}\nMeasure twice, order materials early, and book the trades a month ahead." for n in range(1, 25)
+    )
+    + "\n## Finishes\nWhich colour for the kitchen tiles is going to be your call: sage green, terracotta or white."
+)  # ~2,200 characters: every word of the question below, near the end
+
+
+def test_a_long_answer_holding_every_word_late_does_not_outrank_the_turn_that_says_it(counted):
+    settings, conn = counted
+    session = store.open_session(conn, "telegram", OWNER, OWNER, "private")
+    said, _ = record_turn(
+        conn,
+        settings,
+        session_id=session.id,
+        user_id=OWNER,
+        user_text="The colour for the kitchen tiles: sage green.",
+        answer_text="Lovely choice.",
+    )
+    record_turn(
+        conn,
+        settings,
+        session_id=session.id,
+        user_id=OWNER,
+        user_text="Any tips for the renovation?",
+        answer_text=RENOVATION,
+    )
+
+    found = retrieval.search_messages(
+        conn, settings, user_id=OWNER, query="Which colour are the kitchen tiles going to be?", limit=3
+    )
+
+    # The share of the question's words a message says itself is read in its opening (as long as
+    # a turn between people): the answer's Markdown holds them all, far down.
+    assert found[0].id == said
