@@ -27,7 +27,7 @@ a file without them prints no newest-value line.
 on the next run with the same DIR: ranking changes can then be measured without indexing again
 (indexing changes need a fresh DIR); each question's embedding is kept there too and reused, so
 query latencies of such a run leave out the query embedding. `--dump FILE` writes every
-question's rankings as JSON lines.
+question's rankings as JSON lines (the top 10 of each mode, and every item that reached the prompt).
 """
 
 from __future__ import annotations
@@ -321,7 +321,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                 dumped.append(
                     {"sample": sample["sample_id"], "question": qa["question"], "category": category}
                     | {"evidence": sorted(evidence), "answer": str(qa.get("answer", ""))[:300]}
-                    | {"ranked": {m: r[:10] for m, r in ranked_by.items()}}
+                    | {"ranked": {m: r if m == PROMPT else r[:10] for m, r in ranked_by.items()}}
                 )
             for message in small_talk:  # against this conversation as a populated memory
                 small_talk_items.append(len(retrieve_context(conn, settings, user_id=user_id, query=message)))
