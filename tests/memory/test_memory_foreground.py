@@ -4,7 +4,6 @@ cores a hybrid query took 6 to 8 times its quiet time, beside the embedding of n
 from __future__ import annotations
 
 import threading
-import time
 
 from lib.memory import store
 from lib.memory.api import record_turn
@@ -30,13 +29,6 @@ def _turns_without_vectors(conn, settings, count: int) -> None:
         )
 
 
-def _until(condition, what: str) -> None:
-    deadline = time.monotonic() + CEILING
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.01)
-
-
 def test_background_embedding_waits_while_a_question_is_answered(ash_home, monkeypatch):
     settings = settings_with(ash_home)
     conn = open_db(settings)
@@ -46,6 +38,10 @@ def test_background_embedding_waits_while_a_question_is_answered(ash_home, monke
     monkeypatch.setattr(
         index, "embed_texts", lambda c, s, texts, **kw: embedded.append(len(texts)) or real(c, s, texts, **kw)
     )
+    # The moment the background pass starts waiting for the question, as an event.
+    waiting = threading.Event()
+    idle_wait = foreground._idle.wait
+    monkeypatch.setattr(foreground._idle, "wait", lambda timeout=None: waiting.set() or idle_wait(timeout))
     done: list[int] = []
     worker = threading.Thread(
         target=lambda: done.append(index.backfill_vectors(open_db(settings), settings, yield_ceiling=CEILING))
@@ -53,7 +49,7 @@ def test_background_embedding_waits_while_a_question_is_answered(ash_home, monke
 
     with foreground.answering():
         worker.start()
-        _until(lambda: foreground.stepping_aside() == 1, "the background pass stepped aside")
+        assert waiting.wait(CEILING), "the background pass never stepped aside"
         assert embedded == [] and vector_rows(conn) == 0
     worker.join(CEILING)
 

@@ -26,7 +26,6 @@ _lock = threading.Lock()
 _idle = threading.Event()
 _idle.set()
 _answering = 0
-_stepping_aside = 0
 
 
 @contextmanager
@@ -59,23 +58,9 @@ def while_answering[**P, R](search: Callable[P, R]) -> Callable[P, R]:
 def step_aside(ceiling: float | None = None) -> bool:
     """Wait until no question is being answered, for at most `ceiling` seconds (YIELD_CEILING
     by default). True when nothing was being answered by the end of the wait."""
-    global _stepping_aside
-    if _idle.is_set():
-        return True
-    with _lock:
-        _stepping_aside += 1
-    try:
-        return _idle.wait(YIELD_CEILING if ceiling is None else ceiling)
-    finally:
-        with _lock:
-            _stepping_aside -= 1
+    return _idle.is_set() or _idle.wait(YIELD_CEILING if ceiling is None else ceiling)
 
 
 def answering_now() -> int:
     """How many searches for a question are running now."""
     return _answering
-
-
-def stepping_aside() -> int:
-    """How many background passes are waiting for questions to be answered now (for tests)."""
-    return _stepping_aside
