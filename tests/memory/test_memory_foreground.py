@@ -3,11 +3,16 @@ cores a hybrid query took 6 to 8 times its quiet time, beside the embedding of n
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+
+import numpy as np
+import pytest
 
 from lib.memory import store
 from lib.memory.api import record_turn
-from lib.memory.search import foreground, fusion, index, retrieval
+from lib.memory.search import e5, foreground, fusion, index, retrieval
 from tests.support.memory_retrieval import open_db, settings_with, vector_rows
 
 ALICE = "1001"
@@ -84,4 +89,99 @@ def test_constant_questions_do_not_starve_indexing(ash_home):
         assert index.backfill_vectors(conn, settings, yield_ceiling=0.01) == 4
 
     assert vector_rows(conn) == 4
+    conn.close()
+
+
+class _HeldModel:
+    """A stand-in for the local model whose passages stay in the engine until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.priorities: dict[str, list[int]] = {"passage": [], "query": [], "started by passage": []}
+
+    @staticmethod
+    def _priority() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def passage(self, batch):
+        self.priorities["passage"].append(self._priority())
+        # A thread started here stands for the engine's OpenMP team, started by the calling thread.
+        team = threading.Thread(target=lambda: self.priorities["started by passage"].append(self._priority()))
+        team.start()
+        team.join()
+        self.entered.set()
+        self.release.wait(CEILING)
+        return np.ones((len(batch), e5.DIMENSIONS), dtype=np.float32)
+
+    def query(self, batch):
+        self.priorities["query"].append(self._priority())
+        return np.ones((len(batch), e5.DIMENSIONS), dtype=np.float32)
+
+
+def test_a_question_is_embedded_while_a_background_slice_is_still_in_the_engine(monkeypatch):
+    model = _HeldModel()
+    monkeypatch.setattr(e5, "_load", lambda: model)
+    monkeypatch.setattr(e5, "_omp_set_num_threads", lambda: None)
+
+    def background_slice() -> None:
+        with foreground.in_background():
+            e5.raw_embed(["a long answer, being indexed"])
+
+    indexing = threading.Thread(target=background_slice)
+    indexing.start()
+    assert model.entered.wait(CEILING), "the background slice never reached the engine"
+    asked: list[np.ndarray] = []
+    asking = threading.Thread(target=lambda: asked.append(e5.raw_embed(["what milk do I buy?"], query=True)))
+    asking.start()
+    asking.join(CEILING)
+
+    try:
+        assert asked, "the question's embedding waited for the background slice"
+        assert not model.release.is_set() and indexing.is_alive()
+    finally:
+        model.release.set()
+        indexing.join(CEILING)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_background_embedding_runs_at_a_low_priority_and_its_team_too(monkeypatch):
+    model = _HeldModel()
+    model.release.set()
+    monkeypatch.setattr(e5, "_load", lambda: model)
+    monkeypatch.setattr(e5, "_omp_set_num_threads", lambda: None)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+
+    e5.raw_embed(["a document section the person is waiting for"])
+    e5.raw_embed(["a question"], query=True)
+    with foreground.in_background():
+        assert foreground.background_now()
+        e5.raw_embed(["an answer indexed afterwards"])
+    assert not foreground.background_now()
+
+    assert model.priorities["query"] == [ours]
+    assert model.priorities["passage"] == [ours, max(ours, e5.BACKGROUND_NICE)]
+    assert model.priorities["started by passage"] == [ours, max(ours, e5.BACKGROUND_NICE)]
+
+
+def test_the_background_pass_embeds_as_background_work(ash_home, monkeypatch):
+    settings = settings_with(ash_home)
+    conn = open_db(settings)
+    _turns_without_vectors(conn, settings, 1)
+    marked: list[bool] = []
+    real = index.embed_texts
+
+    def embed_texts(c, s, texts, **kw):
+        marked.append(foreground.background_now())
+        return real(c, s, texts, **kw)
+
+    monkeypatch.setattr(index, "embed_texts", embed_texts)
+
+    assert index.backfill_vectors(conn, settings) == 2
+    index.index_messages(conn, settings, [1])  # a turn stored with its vectors at once
+
+    assert marked[0] is True and marked[1:] == [False] * (len(marked) - 1) and len(marked) >= 2
+    marked.clear()
+    index.reindex_all(conn, settings)  # `ash memory reindex`, beside a running server
+    assert marked and all(marked)
     conn.close()

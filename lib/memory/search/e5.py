@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -32,6 +33,7 @@ import numpy as np
 
 from lib.checksums import file_sha256
 from lib.errors import EmbeddingError
+from lib.memory.search import foreground
 from lib.memory.search.vectors import normalise
 
 MODEL = "multilingual-e5-small"
@@ -47,13 +49,20 @@ BATCH = 2
 # OpenMP threads of one embedding at most (fewer when the machine is busy: threads_for_now).
 MAX_THREADS = 4
 
+# CPU priority (nice) of the thread that embeds background passes, and of its OpenMP team.
+BACKGROUND_NICE = 10
+
 _load_lock = threading.Lock()
 _model = None
-# Every embedding runs on this one thread, one at a time: the engine already uses every core
-# (OpenMP) for one call, and OpenMP keeps a team of threads per calling thread. Called from the
-# request thread and from a hybrid search's worker thread, two teams fought over the cores: a
-# query took 15 ms instead of 7 (bench/retrieval_100k.py).
-_worker: ThreadPoolExecutor | None = None
+# Embeddings run on one of two threads, one call at a time each: the engine already uses every
+# core (OpenMP) for one call, and OpenMP keeps a team of threads per calling thread. Called from
+# the request thread and from a hybrid search's worker thread, two teams fought over the cores: a
+# query took 15 ms instead of 7 (bench/retrieval_100k.py). Questions and foreground passages
+# share the first thread. Background passes (lib/memory/search/foreground.py, `in_background`)
+# take the second, at BACKGROUND_NICE: on one thread, a question's embedding waited for the
+# background call already in the engine (~300 ms on two busy cores); beside it, the question's
+# team takes the cores first and the background team runs on what is left.
+_workers: dict[bool, ThreadPoolExecutor] = {}
 
 
 def package_files() -> tuple[Path, Path]:
@@ -145,20 +154,35 @@ def _encode_now(encode, batch: list[str]) -> np.ndarray:
     return encode(batch)
 
 
-def _forget_worker() -> None:
-    global _worker
-    _worker = None  # a forked child has the executor but not its thread
+def lower_priority() -> bool:
+    """Lower the calling thread's CPU priority to BACKGROUND_NICE (Linux keeps a nice value per
+    thread; the threads it starts later inherit it). False where that cannot be done."""
+    if not sys.platform.startswith("linux"):
+        return False  # elsewhere the call would renice the whole process, or another one
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    except OSError:
+        return False
+    return True
 
 
-os.register_at_fork(after_in_child=_forget_worker)
+def _forget_workers() -> None:
+    _workers.clear()  # a forked child has the executors but not their threads
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _worker
+os.register_at_fork(after_in_child=_forget_workers)
+
+
+def _executor(background: bool) -> ThreadPoolExecutor:
     with _load_lock:
-        if _worker is None:
-            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ash-e5")
-        return _worker
+        if background not in _workers:
+            _workers[background] = ThreadPoolExecutor(
+                max_workers=1,
+                thread_name_prefix="ash-e5-background" if background else "ash-e5",
+                # Before the thread's first embedding, so that its OpenMP team starts low too.
+                initializer=lower_priority if background else None,
+            )
+        return _workers[background]
 
 
 def raw_embed(texts: list[str], *, query: bool = False) -> np.ndarray:
@@ -168,7 +192,8 @@ def raw_embed(texts: list[str], *, query: bool = False) -> np.ndarray:
     for start in range(0, len(texts), BATCH):
         batch = texts[start : start + BATCH]
         encode = loaded.query if query else loaded.passage
-        out[start : start + len(batch)] = _executor().submit(_encode_now, encode, batch).result()
+        worker = _executor(background=not query and foreground.background_now())
+        out[start : start + len(batch)] = worker.submit(_encode_now, encode, batch).result()
     return out
 
 

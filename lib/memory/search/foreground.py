@@ -9,6 +9,12 @@ before each until no question is being answered. The wait has a ceiling, YIELD_C
 constant traffic indexing still moves (a new turn is found by its words meanwhile, its vector
 follows).
 
+Stepping aside acts only between slices, and a slice already in the engine cannot be stopped: on
+two busy cores a question's embedding waited ~300 ms behind it. So background embedding also
+runs `in_background()`, which the local model reads to embed on a thread of its own at a low
+CPU priority (lib/memory/search/e5.py): a question's embedding runs beside the slice instead of
+after it, and takes the cores first.
+
 A CLI reindex runs in a process of its own and does not see these; `nice` it on a busy server.
 """
 
@@ -26,6 +32,7 @@ _lock = threading.Lock()
 _idle = threading.Event()
 _idle.set()
 _answering = 0
+_local = threading.local()
 
 
 @contextmanager
@@ -64,3 +71,19 @@ def step_aside(ceiling: float | None = None) -> bool:
 def answering_now() -> int:
     """How many searches for a question are running now."""
     return _answering
+
+
+@contextmanager
+def in_background() -> Iterator[None]:
+    """Mark the embedding done by this thread meanwhile as background work (nests)."""
+    depth = getattr(_local, "background", 0)
+    _local.background = depth + 1
+    try:
+        yield
+    finally:
+        _local.background = depth
+
+
+def background_now() -> bool:
+    """True inside `in_background()` on this thread."""
+    return getattr(_local, "background", 0) > 0

@@ -260,7 +260,8 @@ def backfill_vectors(
     for start in range(0, len(found), foreground.SLICE):
         foreground.step_aside(yield_ceiling)
         piece = found[start : start + foreground.SLICE]
-        embedded = embed_texts(conn, settings, [r["content"] for r in piece])
+        with foreground.in_background():
+            embedded = embed_texts(conn, settings, [r["content"] for r in piece])
         if embedded is None:
             break
         with immediate(conn):
@@ -289,6 +290,20 @@ def reindex_all(conn: apsw.Connection, settings: Settings, progress: Callable[[i
             vectors.create(conn, *key, replace=True)
     message_ids = [r[0] for r in conn.execute(INDEXED_MESSAGE_IDS_SQL)]
     memory_ids = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY id")]
+    # Background work, also from `ash memory reindex` in a process of its own: its embedding runs
+    # at a low priority, so a running server's questions take the cores first.
+    with foreground.in_background():
+        _reindex(conn, settings, message_ids, memory_ids, progress)
+    return len(message_ids) + len(memory_ids)
+
+
+def _reindex(
+    conn: apsw.Connection,
+    settings: Settings,
+    message_ids: list[int],
+    memory_ids: list[int],
+    progress: Callable[[int, int], None] | None,
+) -> None:
     total = len(message_ids) + len(memory_ids)
     done = 0
     for start in range(0, len(message_ids), REINDEX_BATCH):
@@ -304,7 +319,6 @@ def reindex_all(conn: apsw.Connection, settings: Settings, progress: Callable[[i
         done += len(batch)
         if progress:
             progress(done, total)
-    return total
 
 
 def index_status(conn: apsw.Connection, settings: Settings) -> dict:
