@@ -110,8 +110,9 @@ print(os.waitstatus_to_exitcode(status))
 
 
 def test_a_question_is_embedded_between_a_background_batchs_texts():
-    """The memory service embeds stored texts in the background on the same embedding thread: a
-    question must not wait behind all of them (the engine takes a few texts per call)."""
+    """Passages someone waits for (a document sent with a question) share the question's
+    embedding thread: a question must not wait behind all of them (the engine takes a few texts
+    per call). Background passes have a thread of their own (test_memory_foreground.py)."""
     import threading
     import time
 
