@@ -191,7 +191,10 @@ def memory_history(memory_id: int) -> None:
 
 @memory.command("reindex")
 def memory_reindex() -> None:
-    """Rebuild the search index (chunks, FTS5, vectors) for the configured embedding model."""
+    """Rebuild the search index (chunks, FTS5, vectors) for the configured embedding model.
+
+    Safe beside a running server: its embedding runs at a low CPU priority, so the server's
+    questions are answered first (the rebuild takes longer on a busy machine)."""
     from lib.memory.api import reindex_all
 
     settings = settings_or_exit()

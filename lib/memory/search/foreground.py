@@ -15,7 +15,9 @@ runs `in_background()`, which the local model reads to embed on a thread of its 
 CPU priority (lib/memory/search/e5.py): a question's embedding runs beside the slice instead of
 after it, and takes the cores first.
 
-A CLI reindex runs in a process of its own and does not see these; `nice` it on a busy server.
+A CLI reindex runs in a process of its own and does not see these questions; its embedding is
+background work too (`reindex_all`), so it runs at the low priority and a server's questions
+still take the cores first.
 """
 
 from __future__ import annotations
