@@ -5,8 +5,9 @@
 `--busy` times the same searches with a busy loop per core running beside them (other work on
 the machine: a sandbox command, another process) and Ash's own indexing going on at the same
 time (long answers, each new, stored and embedded in a thread of this process, as the memory
-service does: full text at once, vectors in slices that step aside while a search runs;
-`--no-step-aside` embeds without waiting, to compare).
+service does: full text at once, vectors in slices that step aside while a search runs, on the
+local model's low-priority background thread; `--no-step-aside` embeds without waiting, to
+compare).
 
 Builds a temporary database holding N messages of one user (plus 10k of four other users)
 and times the production retrieval path: `search_messages` (hybrid: FTS5 BM25 + binary-vec0
