@@ -185,3 +185,20 @@ def test_the_background_pass_embeds_as_background_work(ash_home, monkeypatch):
     index.reindex_all(conn, settings)  # `ash memory reindex`, beside a running server
     assert marked and all(marked)
     conn.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_lowering_the_priority_never_raises_it():
+    seen: list[int] = []
+
+    def already_low() -> None:
+        here = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, here, e5.BACKGROUND_NICE + 5)  # as under `nice -n 15`
+        assert e5.lower_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, here))
+
+    thread = threading.Thread(target=already_low)
+    thread.start()
+    thread.join(CEILING)
+
+    assert seen == [e5.BACKGROUND_NICE + 5]

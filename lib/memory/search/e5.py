@@ -155,12 +155,15 @@ def _encode_now(encode, batch: list[str]) -> np.ndarray:
 
 
 def lower_priority() -> bool:
-    """Lower the calling thread's CPU priority to BACKGROUND_NICE (Linux keeps a nice value per
-    thread; the threads it starts later inherit it). False where that cannot be done."""
+    """Lower the calling thread's CPU priority to BACKGROUND_NICE, never raise it (a process
+    started with `nice -n 15` stays at 15). Linux keeps a nice value per thread, and the threads
+    it starts later inherit it. False where that cannot be done."""
     if not sys.platform.startswith("linux"):
         return False  # elsewhere the call would renice the whole process, or another one
+    thread = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        if os.getpriority(os.PRIO_PROCESS, thread) < BACKGROUND_NICE:
+            os.setpriority(os.PRIO_PROCESS, thread, BACKGROUND_NICE)
     except OSError:
         return False
     return True
