@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -34,15 +35,24 @@ def _turns_without_vectors(conn, settings, count: int) -> None:
         )
 
 
+def _noting_each_embedding(monkeypatch, note: Callable[[list[str]], object]) -> list:
+    """What `note` says of each call to the indexer's embedding, which still embeds."""
+    noted: list = []
+    real = index.embed_texts
+
+    def embed_texts(conn, settings, texts, **kw):
+        noted.append(note(texts))
+        return real(conn, settings, texts, **kw)
+
+    monkeypatch.setattr(index, "embed_texts", embed_texts)
+    return noted
+
+
 def test_background_embedding_waits_while_a_question_is_answered(ash_home, monkeypatch):
     settings = settings_with(ash_home)
     conn = open_db(settings)
     _turns_without_vectors(conn, settings, 3)
-    embedded: list[int] = []
-    real = index.embed_texts
-    monkeypatch.setattr(
-        index, "embed_texts", lambda c, s, texts, **kw: embedded.append(len(texts)) or real(c, s, texts, **kw)
-    )
+    embedded = _noting_each_embedding(monkeypatch, len)
     # The moment the background pass starts waiting for the question, as an event.
     waiting = threading.Event()
     idle_wait = foreground._idle.wait
@@ -168,14 +178,7 @@ def test_the_background_pass_embeds_as_background_work(ash_home, monkeypatch):
     settings = settings_with(ash_home)
     conn = open_db(settings)
     _turns_without_vectors(conn, settings, 1)
-    marked: list[bool] = []
-    real = index.embed_texts
-
-    def embed_texts(c, s, texts, **kw):
-        marked.append(foreground.background_now())
-        return real(c, s, texts, **kw)
-
-    monkeypatch.setattr(index, "embed_texts", embed_texts)
+    marked = _noting_each_embedding(monkeypatch, lambda texts: foreground.background_now())
 
     assert index.backfill_vectors(conn, settings) == 2
     index.index_messages(conn, settings, [1])  # a turn stored with its vectors at once

@@ -290,35 +290,25 @@ def reindex_all(conn: apsw.Connection, settings: Settings, progress: Callable[[i
             vectors.create(conn, *key, replace=True)
     message_ids = [r[0] for r in conn.execute(INDEXED_MESSAGE_IDS_SQL)]
     memory_ids = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY id")]
+    total = len(message_ids) + len(memory_ids)
+    done = 0
     # Background work, also from `ash memory reindex` in a process of its own: its embedding runs
     # at a low priority, so a running server's questions take the cores first.
     with foreground.in_background():
-        _reindex(conn, settings, message_ids, memory_ids, progress)
-    return len(message_ids) + len(memory_ids)
-
-
-def _reindex(
-    conn: apsw.Connection,
-    settings: Settings,
-    message_ids: list[int],
-    memory_ids: list[int],
-    progress: Callable[[int, int], None] | None,
-) -> None:
-    total = len(message_ids) + len(memory_ids)
-    done = 0
-    for start in range(0, len(message_ids), REINDEX_BATCH):
-        batch = message_ids[start : start + REINDEX_BATCH]
-        index_messages(conn, settings, batch)
-        done += len(batch)
-        if progress:
-            progress(done, total)
-    for start in range(0, len(memory_ids), REINDEX_BATCH):
-        batch = memory_ids[start : start + REINDEX_BATCH]
-        found, chunks = _memory_chunks(conn, batch)
-        _write(conn, settings, "memory", found, chunks)
-        done += len(batch)
-        if progress:
-            progress(done, total)
+        for start in range(0, len(message_ids), REINDEX_BATCH):
+            batch = message_ids[start : start + REINDEX_BATCH]
+            index_messages(conn, settings, batch)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+        for start in range(0, len(memory_ids), REINDEX_BATCH):
+            batch = memory_ids[start : start + REINDEX_BATCH]
+            found, chunks = _memory_chunks(conn, batch)
+            _write(conn, settings, "memory", found, chunks)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+    return total
 
 
 def index_status(conn: apsw.Connection, settings: Settings) -> dict:
