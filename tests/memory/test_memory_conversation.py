@@ -89,30 +89,6 @@ def test_a_question_naming_a_speaker_prefers_their_turns(db):
     assert not conversation._named("Maya Okafor", "the Mayan ruins")
 
 
-def test_a_turn_in_the_session_that_matches_best_is_preferred(db, monkeypatch):
-    settings, conn = db
-    # "the hotel" is in both chats; only one of them is about the Lisbon trip. Turns in between
-    # keep the hotel turn out of the Lisbon turn's chunk and neighbours.
-    lisbon = [
-        ("Noor", "We booked the Lisbon trip for the first week of May."),
-        ("Ivo", "Great, I'll take the week off."),
-        ("Noor", "Also my sister calls tonight about the garden."),
-        ("Ivo", "Say hi from me."),
-        ("Noor", "The hotel is small but right by the river."),
-    ]
-    say(conn, settings, "lisbon", lisbon)
-    say(conn, settings, "paris", [("Noor", "The hotel on that Paris trip was a small place by the river too.")])
-    query = "Which hotel did we get for the Lisbon trip?"
-
-    def hotels() -> list[str]:
-        found = retrieval.search_messages(conn, settings, user_id=OWNER, query=query, limit=10)
-        return [r.content for r in found if "hotel" in r.content.lower()]
-
-    assert hotels()[0] == lisbon[4][1]
-    monkeypatch.setattr(conversation, "SESSION_SHARE", 0.0)
-    assert hotels()[0] != lisbon[4][1]  # without the session's evidence the words pick Paris ("hotel", "trip")
-
-
 def test_the_answer_to_a_question_is_preferred_to_the_turn_that_asks(db, monkeypatch):
     settings, conn = db
     asked, answer, _ = say(

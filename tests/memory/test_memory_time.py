@@ -109,54 +109,5 @@ def test_a_turn_said_inside_the_named_span_is_preferred(db):
     assert adjusted == {ids[0]: 1.0, ids[1]: 1.0 + conversation.TIME_BONUS, ids[2]: 1.0}
 
 
-@pytest.mark.parametrize(
-    ("question", "asks"),
-    [
-        ("When did we go to Porto?", True),
-        ("what year did I move to Lisbon?", True),
-        ("Which month was the wedding?", True),
-        ("How long ago did I quit smoking?", True),
-        ("What did she say when we met?", False),  # a conjunction, not a question about time
-        ("Where did we eat on Friday?", False),
-    ],
-)
-def test_a_question_that_asks_for_a_time_is_recognised(question, asks):
-    assert when.asks_when(question) is asks
-
-
-def test_a_when_question_prefers_the_turn_that_says_when(db):
-    settings, conn = db
-    # Separate chats, so no turn's chunk carries another as its neighbour. Two turns share the
-    # question's words and the undated one ranks first on words alone; only the other says when.
-    undated = _said_on(
-        conn,
-        settings,
-        _session(conn, "a"),
-        "2023-05-08",
-        "That Seattle game with my cousin and her two friends was a blast!",
-    )
-    dated = _said_on(conn, settings, _session(conn, "b"), "2023-06-12", "The game in Seattle last week was a blast!")
-    _said_on(conn, settings, _session(conn, "c"), "2023-06-20", "A game of chess with Ada.")
-    for n, text in enumerate(["Bought oat milk and bread.", "The plumber fixed the boiler.", "Read a novel."]):
-        _said_on(conn, settings, _session(conn, f"other-{n}"), "2023-06-21", text)
-    question = "When was the game in Seattle?"
-    by_id = {r["id"]: r for r in rows(conn, "SELECT id, content, created_at FROM messages")}
-    scores = {undated: 1.0, dated: 0.9}
-
-    def local(stamp):
-        return index.local_moment(stamp, settings)
-
-    assert conversation.prefer_asked_time(scores, by_id, question, local, date.today()) == {
-        undated: 1.0,
-        dated: 0.9 + conversation.TIME_BONUS,
-    }
-    assert conversation.prefer_asked_time(scores, by_id, "Who was at the Seattle game?", local, date.today()) == scores
-    found = retrieval.search_messages(conn, settings, user_id=OWNER, query=question)
-    assert [r.id for r in found][:2] == [dated, undated]
-    # Without the question asking when, words alone decide.
-    found = retrieval.search_messages(conn, settings, user_id=OWNER, query="the game in Seattle")
-    assert [r.id for r in found][:2] == [undated, dated]
-
-
 def _session(conn, chat: str) -> int:
     return store.open_session(conn, "telegram", chat, OWNER, "private").id

@@ -26,20 +26,11 @@ The kinds of miss this answers (LoCoMo dev, read by hand):
 - A question that names a time ("in April 2023", "last week") is about what was said then, or
   said of then: candidates said inside the span, or whose relative dates ("two weeks ago")
   resolve into it (lib/memory/search/when.py), get TIME_BONUS.
-- A question that asks when ("When was John in Seattle for a game?") is answered by the turn
-  that says a time ("I played in Seattle last week"), while the other turns on the topic ("What
-  do you love about Seattle?") only share its words. For such a question, turns that name a
-  date or period or a relative time get TIME_BONUS too. Measured (bench/locomo.py, LoCoMo dev;
-  133 of 1,018 questions ask when): 0.84996 -> 0.85110 (tuned 0.861 -> 0.862, held out 0.831 ->
-  0.833), two questions gained and none lost; the bonus is the named time's (0.1 to 0.5 tie on
-  the tuning conversations; on the held-out ones 0.4 and more lost a question).
-- A conversation is about something: a turn that shares only a common word with the question
-  ("the hotel") is likelier the one meant when its session also holds the turn that matches
-  best ("the Lisbon trip") than when it sits in an unrelated one. Each turn gets SESSION_SHARE
-  of its session's best score (relative to the best overall), passage retrieval's old use of
-  the document's evidence. Measured on LoCoMo dev (bench/locomo.py): 0.824 -> 0.828 (tuned
-  0.832 -> 0.835, held out 0.812 -> 0.817; multi-hop, whose evidence spans sessions, 0.508 ->
-  0.499).
+- Two steps measured well on the tuning conversations and were taken out when both files were
+  split in halves (docs/memory/retrieval.md, "Ablation"): TIME_BONUS again for any turn that
+  says a time when the question asks when (+0.001 on LoCoMo's held-out half, nothing on BEAM's)
+  and a share of the session's best score for every turn of it (+0.010 and +0.019 on the two
+  dev halves, 0.000 on both held-out halves).
 """
 
 from __future__ import annotations
@@ -59,7 +50,6 @@ from lib.memory.search import asker, when
 NEIGHBOUR_SHARE = 0.2
 SPEAKER_BONUS = 0.3
 TIME_BONUS = 0.3
-SESSION_SHARE = 0.2
 # A turn that asks lends this much to the turn after it, its answer, and loses QUESTION_DISCOUNT
 # x the share of its text that asks (chosen on the three tuning conversations: answer shares
 # 0.3-0.6 with a flat discount of 0.1-0.15 landed within 0.003 of each other, and this discount
@@ -193,12 +183,10 @@ def prefer_asked_time(
     local: Callable[[str], datetime | None],
     today: date,
 ) -> dict[int, float]:
-    """TIME_BONUS for the turns said in, or speaking of, a time the query names, and (once more)
-    for the turns that say a time at all when the query asks when; `local` turns a stored
-    timestamp into the moment in the user's time zone."""
+    """TIME_BONUS for the turns said in, or speaking of, a time the query names; `local` turns a
+    stored timestamp into the moment in the user's time zone."""
     named = when.spans_in_query(query, today)
-    asks_when = when.asks_when(query)
-    if not named and not asks_when:
+    if not named:
         return scores
     adjusted = {}
     for ref, score in scores.items():
@@ -206,23 +194,10 @@ def prefer_asked_time(
         if said is None:
             adjusted[ref] = score
             continue
-        content, day = by_id[ref]["content"], said.date()
-        meets = any(span.meets(wanted) for span in when.mentions(content, day) for wanted in named)
-        says_when = asks_when and when.speaks_of_time(content, day)
-        adjusted[ref] = score + TIME_BONUS * meets + TIME_BONUS * says_when
+        spoken_of = when.mentions(by_id[ref]["content"], said.date())
+        meets = any(span.meets(wanted) for span in spoken_of for wanted in named)
+        adjusted[ref] = score + TIME_BONUS * meets
     return adjusted
-
-
-def prefer_strong_sessions(scores: dict[int, float], by_id: dict[int, dict]) -> dict[int, float]:
-    """Each turn plus SESSION_SHARE x its session's best score / the best score of all."""
-    best: dict[int, float] = {}
-    for ref, score in scores.items():
-        session = by_id[ref]["session_id"]
-        best[session] = max(best.get(session, score), score)
-    top = max(best.values(), default=0.0)
-    if not SESSION_SHARE or top <= 0:
-        return scores
-    return {ref: score + SESSION_SHARE * best[by_id[ref]["session_id"]] / top for ref, score in scores.items()}
 
 
 def rank(
@@ -234,9 +209,8 @@ def rank(
     local: Callable[[str], datetime | None],
     today: date,
 ) -> dict[int, float]:
-    """Every adjustment above, in order: neighbours, the named speaker, the asked time, strong
-    sessions (may add neighbours' rows to `by_id`)."""
+    """Every adjustment above, in order: neighbours, the named speaker, the asked time (may add
+    neighbours' rows to `by_id`)."""
     scores = spread_to_neighbours(conn, owner, scores, by_id, asker.stating_role(query))
     scores = prefer_named_speaker(scores, by_id, query)
-    scores = prefer_asked_time(scores, by_id, query, local, today)
-    return prefer_strong_sessions(scores, by_id)
+    return prefer_asked_time(scores, by_id, query, local, today)

@@ -80,11 +80,6 @@ MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?
 MONTH_YEAR = re.compile(rf"\b{_MONTH}\s+(?:of\s+)?(?P<year>\d{{4}})\b", re.I)
 IN_MONTH = re.compile(rf"\b(?:in|during|early|mid|late|end of|beginning of)\s+{_MONTH}\b", re.I)
 YEAR = re.compile(r"\b(?P<year>(?:19|20)\d{2})\b")
-# A question that asks for a time: "When did ...?", "What year ...?", "How long ago ...?" (a
-# "when" inside the sentence is usually a conjunction: "What did she say when ...?").
-ASKS_WHEN = re.compile(
-    r"^\W*when\b|\b(?:what|which)\s+(?:year|month|week|day|date)\b|\bhow\s+long\s+ago\b", re.IGNORECASE
-)
 
 
 @dataclass(frozen=True)
@@ -271,13 +266,3 @@ def spans_in_query(query: str, today: date) -> list[Span]:
 def mentions(text: str, said: date) -> list[Span]:
     """The day a message was said and every time it speaks of."""
     return [Span(said, said), *(r.span for r in resolve(text, said))]
-
-
-def asks_when(query: str) -> bool:
-    """The question asks for a time ("When did we ...?", "What year ...?")."""
-    return bool(ASKS_WHEN.search(query))
-
-
-def speaks_of_time(text: str, said: date) -> bool:
-    """The text names a date or period, or a time relative to `said` ("last week")."""
-    return bool(spans_in_query(text, said))
