@@ -104,3 +104,43 @@ def test_the_newest_value_outranks_the_one_it_replaced(db, monkeypatch):
     monkeypatch.undo()
     found = ranked(conn, settings, "What was my original annual sneaker budget?")
     assert found.index(old) < found.index(new)
+
+
+def test_a_question_about_what_the_asker_said_finds_their_turns_before_ashs(db, monkeypatch):
+    settings, conn = db
+    reply = "Planning with Douglas sounds good. With Douglas, agree on the plans early; Douglas and you can " * 4
+    said = []
+    for n, (day, text) in enumerate(
+        [
+            ("2024-03-01", "Douglas and I want to sell the cabin this summer."),
+            ("2024-04-01", "My plans with Douglas changed: we keep the cabin for now."),
+            ("2024-05-01", "Douglas will look after the will's paperwork."),
+        ]
+    ):
+        said.append(chat(conn, settings, f"s{n}", [("user", text), ("assistant", reply)], day)[0])
+    other = [("user", "What should I cook tonight?"), ("assistant", "Try a risotto.")]
+    chat(conn, settings, "other", other, "2024-06-01")
+    question = "Can you list the order in which I brought up my plans involving Douglas throughout our conversations?"
+
+    assert set(ranked(conn, settings, question)[:3]) == set(said)
+    # The mechanism removed: "our conversations" takes the question for one about what the person
+    # and Ash discussed, and Ash's replies, which say "Douglas" and "plans" over and over, come first.
+    monkeypatch.setattr(asker, "SAID_FIRST", False)
+    monkeypatch.setattr(asker, "asks_what_the_asker_said", lambda query: False)
+    assert set(ranked(conn, settings, question)[:3]) != set(said)
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("Can you walk me through the order in which I brought up my patent plans across our chats?", True),
+        ("How many different shoe sizes have I mentioned across my messages?", True),
+        ("What monthly amount did I say I'm paying for my place?", True),
+        ("How old did I say my son is?", True),
+        ("What is my annual sneaker budget?", False),
+        ("Can you sum up the options we've talked about for my runs?", False),
+        ("What did Caroline say about the race?", False),
+    ],
+)
+def test_a_question_about_what_the_asker_said_is_recognised(question, said):
+    assert asker.asks_what_the_asker_said(question) is said
