@@ -143,6 +143,17 @@ def _memory_section(items: list[SearchResult], speaker: str | None) -> str:
     return "## What you remember that may be relevant\n<memory>\n" + "\n".join(lines) + "\n</memory>"
 
 
+def _standing_section(items: list[SearchResult], who: str) -> str:
+    lines = [
+        f'<item date="{str(item.metadata.get("created_at", ""))[:10]}">{_quote(item.content)}</item>' for item in items
+    ]
+    return (
+        f"## Standing instructions from {who}\n"
+        f"What {who} asked of you earlier, in their own words, newest first. Follow each one whenever "
+        "its condition holds, unless they have said otherwise since.\n<standing>\n" + "\n".join(lines) + "\n</standing>"
+    )
+
+
 def build_system_prompt(
     settings: Settings,
     turn: TurnInput,
@@ -182,6 +193,12 @@ def build_system_prompt(
     if notes:
         sections.append(f"## Notes about {who}\n<notes>\n{_quote(notes)}\n</notes>")
     retrieved = not_in_notes(retrieved, notes)
+    # The person's own standing instructions (lib/memory/standing.py: never a group's): to follow,
+    # not data like the rest of memory.
+    standing = [r for r in retrieved if r.metadata.get("standing") and not group]
+    if standing:
+        sections.append(_standing_section(standing, who))
+    retrieved = [r for r in retrieved if not r.metadata.get("standing")]
     if retrieved:
         sections.append(_memory_section(retrieved, who if group else None))
     if summary:

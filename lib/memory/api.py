@@ -22,6 +22,7 @@ from lib.memory.search.excerpt import shortened
 from lib.memory.search.index import index_messages, index_status, reindex_all
 from lib.memory.search.parallel import close_side_connections
 from lib.memory.search.retrieval import search_all, search_knowledge, search_messages
+from lib.memory.standing import standing_instructions
 from lib.memory.types import SearchResult
 from lib.tokens import estimate_tokens
 
@@ -65,14 +66,19 @@ def retrieve_context(
     """Past messages and knowledge relevant to `query` that `user_id` (a memory owner: a
     person, or a group, see lib/memory/scope.py) may see, best first, only what passes the
     relevance floor (lib/memory/search/relevance.py: small talk pulls in nothing), within
-    `token_budget` (lowest relevance cut first). Messages already in the session's
-    recent window may be excluded by the caller."""
+    `token_budget` (lowest relevance cut first), after the person's standing instructions
+    (metadata "standing", lib/memory/standing.py), which come whatever the query. Messages
+    already in the session's recent window may be excluded by the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
     if budget <= 0 or not query.strip():
         return []
     found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
     # A long message goes in as its part that matches (lib/memory/search/excerpt.py).
     found = [shortened(result, query) for result in found]
+    # The person's standing instructions come first, whatever the question (lib/memory/standing.py).
+    standing = standing_instructions(conn, user_id)
+    given = {r.id for r in standing}
+    found = standing + [r for r in found if not (r.source_type == "message" and r.id in given)]
     kept: list[SearchResult] = []
     spent = 0
     # Best first: whatever does not fit is the least relevant, so it is what gets cut.

@@ -55,6 +55,7 @@ STEPS: list[Step] = [
     _sql_step("m017_memory_proposals"),
     _sql_step("m018_memory_proposal_kinds"),
     _sql_step("m019_forget_holds"),
+    _sql_step("m020_standing_instructions"),
 ]
 
 APPLIED_SQL = "SELECT 1 FROM schema_migrations WHERE name = ?"
