@@ -67,7 +67,8 @@ def retrieve_context(
     person, or a group, see lib/memory/scope.py) may see, best first, only what passes the
     relevance floor (lib/memory/search/relevance.py: small talk pulls in nothing), within
     `token_budget` (lowest relevance cut first), after the person's standing instructions
-    (metadata "standing", lib/memory/standing.py), which come whatever the query. Messages
+    (metadata "standing", lib/memory/standing.py), which come whatever the query and take at
+    most half the budget. Messages
     already in the session's recent window may be excluded by the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
     if budget <= 0 or not query.strip():
@@ -81,10 +82,11 @@ def retrieve_context(
     found = standing + [r for r in found if not (r.source_type == "message" and r.id in given)]
     kept: list[SearchResult] = []
     spent = 0
-    # Best first: whatever does not fit is the least relevant, so it is what gets cut.
+    # Best first: whatever does not fit is the least relevant, so it is what gets cut. Standing
+    # instructions, first of all, take at most half: what the question retrieves keeps the rest.
     for result in found:
         cost = result.token_count or estimate_tokens(result.content)
-        if spent + cost > budget:
+        if spent + cost > (budget // 2 if result.metadata.get("standing") else budget):
             continue
         kept.append(result)
         spent += cost

@@ -91,6 +91,19 @@ def test_only_the_newest_are_given_and_each_once(db):
     assert len({r.id for r in found}) == len(found)
 
 
+def test_they_take_at_most_half_the_token_budget(db):
+    settings, conn = db
+    long_rule = "Always {n} list every step, the tools, the costs and the risks when I ask about repairs. " * 4
+    say(conn, settings, [long_rule.format(n=n)[:490] for n in range(standing.STANDING_MAX)])
+    (fix,) = say(conn, settings, ["The boiler repair is booked for Friday with Jonas."], chat="d")
+
+    found = retrieve_context(conn, settings, user_id=OWNER, query="When is the boiler repair?", token_budget=600)
+    given = [r for r in found if r.metadata.get("standing")]
+    assert 0 < len(given) < standing.STANDING_MAX
+    assert sum(r.token_count for r in given) <= 300
+    assert fix in [r.id for r in found]
+
+
 def test_not_from_a_groups_memory_nor_from_someone_elses_words(db):
     settings, conn = db
     say(conn, settings, [RULE], owner="chat:-100123", chat="-100123")
