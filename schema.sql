@@ -55,9 +55,10 @@ CREATE INDEX messages_speaker ON messages (speaker_user_id) WHERE speaker_user_i
 -- The user turns that could be standing instructions (lib/memory/standing.py).
 CREATE INDEX messages_standing ON messages (owner_user_id, id)
 WHERE role = 'user' AND length(content) <= 500 AND (
-    content LIKE 'always %' OR content LIKE 'never %' OR content LIKE 'please %'
-    OR content LIKE 'from now on%' OR content LIKE 'going forward%' OR content LIKE 'henceforth%'
-    OR content LIKE 'in future%' OR content LIKE 'in the future%'
+    content LIKE 'always %' OR content LIKE 'never %' OR content LIKE 'please always %'
+    OR content LIKE 'please never %' OR content LIKE 'please from now on%' OR content LIKE 'from now on%'
+    OR content LIKE 'going forward%' OR content LIKE 'henceforth%' OR content LIKE 'in future%'
+    OR content LIKE 'in the future%'
 );
 
 -- Knowledge: facts and notes, owned like messages. owner_user_id NULL with is_global = 1 is

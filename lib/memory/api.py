@@ -68,8 +68,8 @@ def retrieve_context(
     relevance floor (lib/memory/search/relevance.py: small talk pulls in nothing), within
     `token_budget` (lowest relevance cut first), after the person's standing instructions
     (metadata "standing", lib/memory/standing.py), which come whatever the query and take at
-    most half the budget. Messages
-    already in the session's recent window may be excluded by the caller."""
+    most half the budget. Messages already in the session's recent window may be excluded by
+    the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
     if budget <= 0 or not query.strip():
         return []

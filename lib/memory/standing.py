@@ -30,7 +30,8 @@ from lib.memory.store import ORIGIN_OUTSIDE
 from lib.memory.types import SearchResult
 
 STANDING_MAX = 10
-# Candidates read to find STANDING_MAX (the index also holds every "please ..." turn).
+# Candidates read to find STANDING_MAX: the index also holds turns such as "Never heard of it",
+# which the pattern below turns down; an instruction older than 200 of those is not found.
 CANDIDATES = 200
 
 # The WHERE clause of lib/migrations/m020_standing_instructions.sql, word for word: SQLite uses a
@@ -38,15 +39,16 @@ CANDIDATES = 200
 CANDIDATES_SQL = """
 SELECT id, content, created_at, session_id, role, token_count, metadata FROM messages INDEXED BY messages_standing
 WHERE owner_user_id = ? AND role = 'user' AND length(content) <= 500 AND (
-    content LIKE 'always %' OR content LIKE 'never %' OR content LIKE 'please %'
-    OR content LIKE 'from now on%' OR content LIKE 'going forward%' OR content LIKE 'henceforth%'
-    OR content LIKE 'in future%' OR content LIKE 'in the future%'
+    content LIKE 'always %' OR content LIKE 'never %' OR content LIKE 'please always %'
+    OR content LIKE 'please never %' OR content LIKE 'please from now on%' OR content LIKE 'from now on%'
+    OR content LIKE 'going forward%' OR content LIKE 'henceforth%' OR content LIKE 'in future%'
+    OR content LIKE 'in the future%'
 )
 ORDER BY id DESC LIMIT ?
 """
 
 _STANDING = re.compile(
-    r"^\W*(?:please\s+)?(?:"
+    r"^(?:please\s+)?(?:"
     r"(?:always|never)\s+(?!mind\b).*?\b(?:when|whenever|if|every time|each time)\s+I\s+"
     r"(?:ask|write|send|say|mention|request|want|need|talk|message|share|bring|type|forget|use|post)"
     r"|(?:from now on|going forward|henceforth|in (?:the )?future)\b)",
