@@ -16,6 +16,7 @@ import apsw
 from lib.config import Settings
 from lib.db import immediate, now_iso, one, rows
 from lib.memory import audit, screen, store
+from lib.memory.standing import standing_instructions
 
 # An entry that is still true: not superseded, not expired, not retired (lib/memory/decay.py).
 LIVE_SQL = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) AND retired_at IS NULL"
@@ -337,7 +338,8 @@ def _as_said(line: str) -> str:
 
 
 def describe_user(conn: apsw.Connection, settings: Settings, user_id: str) -> str:
-    """What Ash knows about a person, as plain text: profile notes and active facts, each once.
+    """What Ash knows about a person, as plain text: profile notes, active facts (each once) and
+    the standing instructions every prompt of theirs carries (lib/memory/standing.py).
 
     Extraction keeps a fact both as an entry and as a line of the notes: the line is left out of
     Notes, and the fact listed under Facts with its number (what /forget needs)."""
@@ -354,6 +356,13 @@ def describe_user(conn: apsw.Connection, settings: Settings, user_id: str) -> st
             until = f" (until {fact.expires_at[:16].replace('T', ' ')} UTC)" if fact.expires_at else ""
             lines.append(f"#{fact.id} {fact.content}{until}")
         parts.append("Facts:\n" + "\n".join(lines))
+    given = standing_instructions(conn, user_id)
+    if given:
+        lines = [f"- {item.metadata['created_at'][:10]}: {item.content}" for item in given]
+        parts.append(
+            "Standing instructions (I follow these in every answer; /why after an answer lets you forget one):\n"
+            + "\n".join(lines)
+        )
     if not parts:
         return "I don't know anything about you yet."
     return "\n\n".join(parts)

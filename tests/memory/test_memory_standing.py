@@ -11,7 +11,7 @@ import pytest
 import lib.memory.api as memory_api
 from lib.agent import TurnInput, run_turn
 from lib.agent.prompt import build_system_prompt
-from lib.memory import provenance, standing, store
+from lib.memory import knowledge, provenance, standing, store
 from lib.memory.api import retrieve_context
 from lib.memory.search import index
 from tests.support.agent import ANTHROPIC_MESSAGES, RecordingSink, configured_runtime, request_json, sse_response
@@ -137,3 +137,13 @@ def test_the_query_reads_the_partial_index_not_every_message(db):
 )
 def test_what_counts_as_a_standing_instruction(text, is_one):
     assert standing.is_standing_instruction(text) is is_one
+
+
+def test_memory_lists_them_so_the_person_can_see_what_ash_follows(db):
+    settings, conn = db
+    say(conn, settings, [RULE, "Please book a table for two."])
+
+    text = knowledge.describe_user(conn, settings, OWNER)
+
+    assert "Standing instructions" in text.split("\n\n")[-1]
+    assert RULE in text and "book a table" not in text
