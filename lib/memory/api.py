@@ -71,12 +71,15 @@ def retrieve_context(
     most half the budget. Messages already in the session's recent window may be excluded by
     the caller."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
-    if budget <= 0 or not query.strip():
+    if budget <= 0:
         return []
-    found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
-    # A long message goes in as its part that matches (lib/memory/search/excerpt.py).
-    found = [shortened(result, query) for result in found]
-    # The person's standing instructions come first, whatever the question (lib/memory/standing.py).
+    found: list[SearchResult] = []
+    if query.strip():
+        found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
+        # A long message goes in as its part that matches (lib/memory/search/excerpt.py).
+        found = [shortened(result, query) for result in found]
+    # The person's standing instructions come first, whatever the message (a photo without a
+    # caption too: lib/memory/standing.py).
     standing = standing_instructions(conn, user_id)
     given = {r.id for r in standing}
     found = standing + [r for r in found if not (r.source_type == "message" and r.id in given)]

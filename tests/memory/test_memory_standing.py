@@ -49,6 +49,14 @@ def test_a_standing_instruction_reaches_the_prompt_of_a_question_it_shares_no_wo
     assert rule not in [r.id for r in retrieve_context(conn, settings, user_id=OWNER, query=QUESTION)]
 
 
+def test_a_message_without_words_still_gets_them_and_a_zero_budget_nothing(db):
+    settings, conn = db
+    (rule,) = say(conn, settings, [RULE])
+
+    assert [r.id for r in retrieve_context(conn, settings, user_id=OWNER, query="  ")] == [rule]
+    assert retrieve_context(conn, settings, user_id=OWNER, query=QUESTION, token_budget=0) == []
+
+
 def test_the_prompt_gives_them_a_section_of_their_own_outside_memory(db):
     settings, conn = db
     say(conn, settings, [RULE])
