@@ -5,13 +5,10 @@ real write path, full-text ranking alone (embeddings off), so what moves is the 
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import pytest
 
 from lib.memory import store
 from lib.memory.search import asker, index, retrieval
-from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "42"
 # Ash's answer: long, and full of the words the person used (as BEAM's assistant turns are).
@@ -20,13 +17,6 @@ LONG = (
     "so a visit early or late in the day gives you time to try both pairs. Before the visit, check which "
     "Foot Locker has your size in stock; on Saturday the staff may have less time. "
 ) * 3
-
-
-@pytest.fixture
-def db(ash_home):
-    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
-    with closing(open_db(settings)) as conn:
-        yield settings, conn
 
 
 def chat(conn, settings, chat_id: str, turns: list[tuple[str, str]], day: str) -> list[int]:

@@ -5,22 +5,12 @@ ranking alone: embeddings off, so what moves is the conversation step)."""
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import pytest
 
 from lib.memory import store
 from lib.memory.search import conversation, index, retrieval
-from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "group-or-person"
-
-
-@pytest.fixture
-def db(ash_home):
-    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
-    with closing(open_db(settings)) as conn:
-        yield settings, conn
 
 
 def say(conn, settings, chat: str, lines: list[tuple[str, str]]) -> list[int]:

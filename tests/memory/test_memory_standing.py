@@ -4,8 +4,6 @@ file with every migration, the real write path, full-text ranking alone (embeddi
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import pytest
 
 import lib.memory.api as memory_api
@@ -15,18 +13,10 @@ from lib.memory import knowledge, provenance, standing, store
 from lib.memory.api import retrieve_context
 from lib.memory.search import index
 from tests.support.agent import ANTHROPIC_MESSAGES, RecordingSink, configured_runtime, request_json, sse_response
-from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "42"
 RULE = "Always confirm exact dates when I ask about deadlines or meetings."
 QUESTION = "When is the non-provisional patent filing scheduled?"
-
-
-@pytest.fixture
-def db(ash_home):
-    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
-    with closing(open_db(settings)) as conn:
-        yield settings, conn
 
 
 def say(conn, settings, texts: list[str], *, owner: str = OWNER, chat: str = "c", metadata=None) -> list[int]:

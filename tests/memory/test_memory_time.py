@@ -6,7 +6,6 @@ The search runs over a real SQLite file through the real write path, full-text r
 
 from __future__ import annotations
 
-from contextlib import closing
 from datetime import date
 
 import pytest
@@ -14,7 +13,6 @@ import pytest
 from lib.db import rows
 from lib.memory import store
 from lib.memory.search import conversation, index, retrieval, when
-from tests.support.memory_retrieval import open_db, settings_with
 
 OWNER = "1001"
 MONDAY_8_MAY_2023 = date(2023, 5, 8)
@@ -65,13 +63,6 @@ def test_a_day_of_any_year_meets_that_day_in_a_given_year():
     april_24 = when.spans_in_query("on 24 April", date(2026, 11, 23))[0]
     assert april_24.meets(when.Span(date(2023, 4, 20), date(2023, 4, 27)))
     assert not april_24.meets(when.Span(date(2023, 5, 1), date(2023, 5, 7)))
-
-
-@pytest.fixture
-def db(ash_home):
-    settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
-    with closing(open_db(settings)) as conn:
-        yield settings, conn
 
 
 def _said_on(conn, settings, session, day: str, text: str) -> int:
