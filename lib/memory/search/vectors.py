@@ -5,15 +5,17 @@ the asking user's rows of one kind (ownership holds inside the index, and a know
 does not wade through 100k message vectors: 0.3 ms instead of 10 ms); `embedding` is the
 sign-quantised vector (bit[N], hamming distance) for a fast coarse pass; the float32 vector is an
 auxiliary column used to rescore the coarse candidates exactly (cosine). At 100k rows of one
-owner a float KNN takes ~42 ms here, the bit pass ~7 ms for 64 candidates.
+owner a float KNN takes ~42 ms here, the bit pass ~4 ms.
 
 How many the bit pass hands to the rescoring: on a LoCoMo conversation the 64 nearest by
 hamming held about half of the 64 nearest by cosine (multilingual-e5-small), the 256 nearest 96%, and
-hybrid R@10 was 0.807 at 64, 0.819 at 128, 0.825 at 256. But sqlite-vec's bit pass costs about
-rows x candidates (at 100k rows: 7 ms for 64, 13 for 128, 27 for 256). So a partition gets as
-many as COARSE_BUDGET allows, between the `candidates` asked for and COARSE_CANDIDATES: 256 up
-to 25k chunks, 64 at 100k. Its size is read as the span of its chunk ids (O(log n) on the
-owner index; an upper bound when several owners' chunks interleave, which only costs recall).
+hybrid R@10 was 0.807 at 64, 0.819 at 128, 0.825 at 256. The bit pass is hamming.py's (numpy over
+vec0's storage, about 4 ms at 100k rows for any of these), so every partition gets
+COARSE_CANDIDATES. vec0's own bit pass, used under a sqlite-vec release whose storage hamming.py
+does not know, costs about rows x candidates (at 100k rows: 9 ms for 64, 34 for 256): there a
+partition gets as many as COARSE_BUDGET allows, 256 up to 25k chunks, 64 at 100k (its size read
+as the span of its chunk ids: O(log n) on the owner index; an upper bound when several owners'
+chunks interleave, which only costs recall).
 
 The model and dimension the table was built for are kept in `meta`; a different configuration
 is detected by `lib.memory.search.index.index_status` and fixed by `ash memory reindex`.
@@ -25,6 +27,7 @@ import apsw
 import numpy as np
 
 from lib.db import immediate, one
+from lib.memory.search import hamming
 
 TABLE = "vec_chunks"
 GLOBAL_OWNER = "*"  # partition of knowledge marked global (owner_user_id NULL)
@@ -130,9 +133,13 @@ def knn(
     Returns (chunk_id, cosine similarity), best first.
     """
     query = np.asarray(query, dtype=np.float32)
-    rows = conn.execute(SPAN_SQL, {"owner": owner, "kind": kind}).fetchone()[0] or 1
-    coarse = max(candidates, min(COARSE_CANDIDATES, COARSE_BUDGET // rows))
-    found = conn.execute(KNN_SQL, (quantise(query), coarse, owner or GLOBAL_OWNER, kind)).fetchall()
+    bits = quantise(query)
+    partitions = (owner or GLOBAL_OWNER, kind)
+    found = hamming.nearest(conn, TABLE, bits, partitions, max(candidates, COARSE_CANDIDATES))
+    if found is None:  # a sqlite-vec release whose storage hamming.py does not know: vec0's own pass
+        rows = conn.execute(SPAN_SQL, {"owner": owner, "kind": kind}).fetchone()[0] or 1
+        coarse = max(candidates, min(COARSE_CANDIDATES, COARSE_BUDGET // rows))
+        found = conn.execute(KNN_SQL, (bits, coarse, *partitions)).fetchall()
     if not found:
         return []
     ids = [row[0] for row in found]
