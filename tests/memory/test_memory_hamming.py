@@ -88,7 +88,7 @@ def test_knn_does_not_ask_vec0_under_the_pinned_release(filled, monkeypatch):
 
 
 def test_an_unknown_release_gets_vec0s_own_pass_and_the_same_answer(filled, monkeypatch):
-    conn, stored, rng = filled
+    conn, _, rng = filled
     query = vectors.normalise(rng.normal(size=(1, DIMENSIONS)))[0]
     ours = vectors.knn(conn, query, owner=BOB, kind="message", candidates=10)
     monkeypatch.setattr(hamming, "_known_layout", False)
