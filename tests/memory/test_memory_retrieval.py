@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lib.memory.api import retrieve_context
-from lib.memory.search import embeddings, parallel, retrieval, words
+from lib.memory.search import embeddings, fulltext, parallel, retrieval, words
 from tests.support.memory_retrieval import add_knowledge, open_db, settings_with, turn
 
 ALICE, BOB = "1001", "2002"
@@ -191,6 +191,6 @@ def test_full_text_queries_match_first_even_with_planner_statistics(local):
         turn(conn, settings, ALICE, f"Note number {i} about the garden.")
     conn.execute("ANALYZE")  # what PRAGMA optimize does on its own once tables have grown
     params = {"q": '"garden"', "owner": ALICE, "n": 5, "now": "9999", "include_superseded": 0}
-    for sql in (retrieval.FTS_MESSAGES_SQL, retrieval.FTS_KNOWLEDGE_SQL):
+    for sql in (fulltext.FTS_MESSAGES_SQL, fulltext.FTS_KNOWLEDGE_SQL):
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
         assert plan[0].startswith("SCAN search_fts"), plan

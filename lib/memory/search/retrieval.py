@@ -22,7 +22,7 @@ import numpy as np
 
 from lib.config import Settings
 from lib.db import now_iso, rows
-from lib.memory.search import asker, conversation, foreground, fusion, index, parallel, relevance, vectors
+from lib.memory.search import asker, conversation, foreground, fulltext, fusion, index, parallel, relevance, vectors
 from lib.memory.search.embeddings import embed_texts, model_key
 from lib.memory.search.words import fts_query, query_terms
 from lib.memory.types import SearchResult
@@ -35,46 +35,6 @@ FTS_CANDIDATES = 50
 VECTOR_CANDIDATES = 64
 _UNSET = object()
 
-# CROSS JOIN fixes the join order: the MATCH first, each hit's chunk row by its rowid. Once
-# `PRAGMA optimize` has written sqlite_stat1 (every connection runs it), a user owning most chunks
-# made the planner walk search_chunks_owner and run the full MATCH once per chunk: 500-900 ms per
-# query on a 1,100-turn LoCoMo database instead of ~1 ms.
-FTS_MESSAGES_SQL = """
-SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
-FROM search_fts
-CROSS JOIN search_chunks c ON c.id = search_fts.rowid
-WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner
-ORDER BY rank_score
-LIMIT :n
-"""
-FTS_KNOWLEDGE_SQL = """
-SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
-FROM search_fts
-CROSS JOIN search_chunks c ON c.id = search_fts.rowid
-CROSS JOIN memories m ON m.id = c.ref_id
-WHERE search_fts MATCH :q AND c.kind = 'memory'
-  AND (c.owner_user_id = :owner OR c.owner_user_id IS NULL)
-  AND (m.owner_user_id = :owner OR m.is_global = 1)
-  AND (:include_superseded OR m.superseded_by IS NULL) AND (m.expires_at IS NULL OR m.expires_at > :now)
-ORDER BY rank_score
-LIMIT :n
-"""
-# The same ranking in two steps: the best FTS_PREFIX matches of everyone's chunks first (FTS5
-# scores every match either way), then only those looked up in search_chunks. The lookup per
-# match was half of the query: at 100k messages 6 to 9 ms for the one above, 5 ms for this one
-# (bench/retrieval_100k.py, 2026-12-06). Exact whenever the prefix holds `n` of the asker's
-# messages or every match; otherwise (their messages are a small share of the index) the query
-# above answers (_message_fts).
-FTS_MESSAGES_PREFIX_SQL = """
-SELECT c.ref_id AS ref_id, f.score AS rank_score
-FROM (SELECT rowid, bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH :q
-      ORDER BY score LIMIT :prefix) f
-CROSS JOIN search_chunks c ON c.id = f.rowid
-WHERE c.kind = 'message' AND c.owner_user_id = :owner
-ORDER BY f.score
-LIMIT :n
-"""
-FTS_PREFIX = 400
 REF_CHUNKS_SQL = "SELECT id, ref_id FROM search_chunks WHERE kind = ? AND ref_id IN (SELECT value FROM json_each(?))"
 CHUNK_REFS_SQL = "SELECT id, ref_id FROM search_chunks WHERE id IN (SELECT value FROM json_each(?))"
 MESSAGES_SQL = """
@@ -218,27 +178,13 @@ def _message_hits(
         parallel.executor().submit(_side_vector_hits, side, settings, user_id, query, query_vector) if side else None
     )
     if expression and mode != "vector":
-        fts = fusion.best((r["ref_id"], -r["rank_score"]) for r in _message_fts(conn, expression, user_id))
+        found = fulltext.message_matches(conn, expression, user_id, FTS_CANDIDATES)
+        fts = fusion.best((r["ref_id"], -r["rank_score"]) for r in found)
     if pending is not None:
         return fts, pending.result(), query_vector
     if mode != "fts":
         return fts, _message_vector_hits(conn, settings, user_id, query, query_vector), query_vector
     return fts, {}, query_vector
-
-
-def _message_fts(conn: apsw.Connection, expression: str, user_id: str) -> list[dict]:
-    """The asker's FTS_CANDIDATES best chunks of messages for `expression`, best first."""
-    params = {"q": expression, "owner": user_id, "n": FTS_CANDIDATES, "prefix": FTS_PREFIX}
-    found = rows(conn, FTS_MESSAGES_PREFIX_SQL, params)
-    if len(found) < FTS_CANDIDATES and _matches_beyond(conn, expression, FTS_PREFIX):
-        found = rows(conn, FTS_MESSAGES_SQL, params)
-    return found
-
-
-def _matches_beyond(conn: apsw.Connection, expression: str, prefix: int) -> bool:
-    """True when more than `prefix` chunks match (the prefix query may have missed some)."""
-    sql = "SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?)"
-    return conn.execute(sql, (expression, prefix + 1)).fetchone()[0] > prefix
 
 
 def _messages_past_floor(
@@ -255,7 +201,7 @@ def _messages_past_floor(
     when none passes."""
     params = {"owner": user_id, "n": FTS_CANDIDATES}
     cosines = _cosines(conn, settings, query, query_vector, "message", fts, vector_hits)
-    rare = _rare_matches(conn, FTS_MESSAGES_SQL, params, query, rare_words)
+    rare = _rare_matches(conn, fulltext.FTS_MESSAGES_SQL, params, query, rare_words)
     passed = relevance.relevant(rare, cosines, _cosine_floor(settings))
     if passed is None and relevance.about_a_person(conn, query, query_terms(query)):
         passed = set()  # nothing passes by itself; the best KEEP_BEST do (the caller adds them)
@@ -357,7 +303,7 @@ def search_knowledge(
     expression = fts_query(query)
     params = {"owner": user_id, "n": FTS_CANDIDATES, "now": now_iso(), "include_superseded": int(include_superseded)}
     if expression and mode != "vector":
-        found = rows(conn, FTS_KNOWLEDGE_SQL, {**params, "q": expression})
+        found = rows(conn, fulltext.FTS_KNOWLEDGE_SQL, {**params, "q": expression})
         fts = fusion.best((r["ref_id"], -r["rank_score"]) for r in found)
     if mode != "fts":
         vector = _embed_query(conn, settings, query) if query_vector is _UNSET else query_vector
@@ -369,7 +315,7 @@ def search_knowledge(
     allowed = None
     if floor:
         cosines = _cosines(conn, settings, query, query_vector, "memory", fts, vector_hits)
-        rare = _rare_matches(conn, FTS_KNOWLEDGE_SQL, params, query, rare_words)
+        rare = _rare_matches(conn, fulltext.FTS_KNOWLEDGE_SQL, params, query, rare_words)
         allowed = relevance.relevant(rare, cosines, _cosine_floor(settings))
         if allowed is None:
             return []
