@@ -127,14 +127,15 @@ def delete(conn: apsw.Connection, chunk_ids: list[int]) -> None:
 def knn(
     conn: apsw.Connection, query: np.ndarray, *, owner: str | None, kind: str, candidates: int
 ) -> list[tuple[int, float]]:
-    """The `candidates` nearest chunks of one owner (None: global) and kind: a hamming pass as wide
-    as the partition's size allows, rescored by cosine.
+    """The `candidates` nearest chunks of one owner (None: global) and kind: a hamming pass over
+    COARSE_CANDIDATES or more (hamming.py; vec0's own, as wide as the partition's size allows,
+    where hamming.py cannot read the storage), rescored by cosine.
 
     Returns (chunk_id, cosine similarity), best first.
     """
     query = np.asarray(query, dtype=np.float32)
     bits = quantise(query)
-    partitions = (owner or GLOBAL_OWNER, kind)
+    partitions = (str(owner) if owner else GLOBAL_OWNER, kind)  # stored as text
     found = hamming.nearest(conn, TABLE, bits, partitions, max(candidates, COARSE_CANDIDATES))
     if found is None:  # a sqlite-vec release whose storage hamming.py does not know: vec0's own pass
         rows = conn.execute(SPAN_SQL, {"owner": owner, "kind": kind}).fetchone()[0] or 1
