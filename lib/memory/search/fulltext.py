@@ -11,13 +11,18 @@ from lib.db import rows
 # `PRAGMA optimize` has written sqlite_stat1 (every connection runs it), a user owning most chunks
 # made the planner walk search_chunks_owner and run the full MATCH once per chunk: 500-900 ms per
 # query on a 1,100-turn LoCoMo database instead of ~1 ms.
+#
+# Messages, not chunks, are counted to `n`, each by its best chunk: a long answer of Ash's is
+# several chunks, and on BEAM's assistant chats the 50 best chunks were 28 messages (median; 50
+# on LoCoMo, one chunk a turn), so the user's short turn that says the fact fell off the list.
 FTS_MESSAGES_SQL = """
-SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
-FROM search_fts
-CROSS JOIN search_chunks c ON c.id = search_fts.rowid
-WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner
-ORDER BY rank_score
-LIMIT :n
+WITH hits AS MATERIALIZED (
+    SELECT c.ref_id AS ref_id, bm25(search_fts) AS score
+    FROM search_fts
+    CROSS JOIN search_chunks c ON c.id = search_fts.rowid
+    WHERE search_fts MATCH :q AND c.kind = 'message' AND c.owner_user_id = :owner
+)
+SELECT ref_id, min(score) AS rank_score FROM hits GROUP BY ref_id ORDER BY rank_score LIMIT :n
 """
 FTS_KNOWLEDGE_SQL = """
 SELECT c.ref_id AS ref_id, bm25(search_fts) AS rank_score
@@ -33,24 +38,27 @@ LIMIT :n
 """
 # The same ranking in two steps: the best PREFIX matches of everyone's chunks first (FTS5
 # scores every match either way), then only those looked up in search_chunks. The lookup per
-# match was half of the query: at 100k messages 6 to 9 ms for the one above, 5 ms for this one
-# (bench/retrieval_100k.py, 2026-12-06). Exact whenever the prefix holds `n` of the asker's
-# messages or every match; otherwise (their messages are a small share of the index) the query
-# above answers (message_matches).
+# match was half of the query: at 100k messages 6 to 9 ms for the one above, 4 to 5 ms for this
+# one (bench/retrieval_100k.py, 2026-12-06). Exact whenever the prefix holds `n` of the asker's
+# messages (a message with any chunk in the prefix has its best chunk there) or every match;
+# otherwise (their messages are a small share of the index) the query above answers
+# (message_matches).
 FTS_MESSAGES_PREFIX_SQL = """
-SELECT c.ref_id AS ref_id, f.score AS rank_score
-FROM (SELECT rowid, bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH :q
-      ORDER BY score LIMIT :prefix) f
-CROSS JOIN search_chunks c ON c.id = f.rowid
+WITH best AS MATERIALIZED (
+    SELECT rowid, bm25(search_fts) AS score FROM search_fts WHERE search_fts MATCH :q ORDER BY score LIMIT :prefix
+)
+SELECT c.ref_id AS ref_id, min(best.score) AS rank_score
+FROM best CROSS JOIN search_chunks c ON c.id = best.rowid
 WHERE c.kind = 'message' AND c.owner_user_id = :owner
-ORDER BY f.score
+GROUP BY c.ref_id
+ORDER BY rank_score
 LIMIT :n
 """
 PREFIX = 400
 
 
 def message_matches(conn: apsw.Connection, expression: str, user_id: str, n: int) -> list[dict]:
-    """The asker's `n` best chunks of messages for the FTS5 `expression`, best first."""
+    """The asker's `n` best messages for the FTS5 `expression` (each by its best chunk), best first."""
     params = {"q": expression, "owner": user_id, "n": n, "prefix": PREFIX}
     found = rows(conn, FTS_MESSAGES_PREFIX_SQL, params)
     if len(found) < n and _matches_beyond(conn, expression, PREFIX):
