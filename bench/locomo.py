@@ -280,6 +280,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
         prompt_items: list[int] = []
         small_talk = [line.strip() for line in SMALL_TALK.read_text().splitlines() if line.strip()[:1] not in ("", "#")]
         small_talk_items: list[int] = []
+        small_talk_standing: list[int] = []
         questions = skipped = 0
         loaded, turns, index_seconds = prepare(conn, settings, samples, keep)
         save_queries = keep_query_vectors(keep) if keep else None
@@ -324,7 +325,10 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                     | {"ranked": {m: r if m == PROMPT else r[:10] for m, r in ranked_by.items()}}
                 )
             for message in small_talk:  # against this conversation as a populated memory
-                small_talk_items.append(len(retrieve_context(conn, settings, user_id=user_id, query=message)))
+                given = retrieve_context(conn, settings, user_id=user_id, query=message)
+                # The person's standing instructions come with every message, on purpose: apart.
+                small_talk_items.append(sum(not r.metadata.get("standing") for r in given))
+                small_talk_standing.append(len(given) - small_talk_items[-1])
         if save_queries:
             save_queries()
         close_side_connections()  # hybrid searches' second connections, before the file goes
@@ -348,7 +352,8 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
     print(f"\nprompt: {mean(prompt_items):.1f} items on average reach the prompt (k = all of them)")
     print(
         f"small talk ({len(small_talk)} messages of {SMALL_TALK.name} x {len(samples)} memories): "
-        f"{mean(small_talk_items):.2f} items on average reach the prompt, at most {max(small_talk_items, default=0)}"
+        f"{mean(small_talk_items):.2f} items on average reach the prompt, at most {max(small_talk_items, default=0)} "
+        f"(and {mean(small_talk_standing):.2f} standing instructions, which come with every message)"
     )
     for mode in modes:
         print(
