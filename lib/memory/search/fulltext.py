@@ -15,6 +15,8 @@ from lib.db import rows
 # Messages, not chunks, are counted to `n`, each by its best chunk: a long answer of Ash's is
 # several chunks, and on BEAM's assistant chats the 50 best chunks were 28 messages (median; 50
 # on LoCoMo, one chunk a turn), so the user's short turn that says the fact fell off the list.
+# MATERIALIZED keeps bm25() out of the GROUP BY: SQLite flattens a plain subquery into it, and
+# FTS5 refuses bm25() inside an aggregate ("unable to use function bm25 in the requested context").
 FTS_MESSAGES_SQL = """
 WITH hits AS MATERIALIZED (
     SELECT c.ref_id AS ref_id, bm25(search_fts) AS score
