@@ -86,6 +86,9 @@ def load_conversation(conn, sample: dict) -> tuple[str, dict[int, str], int]:
     user_id = f"locomo-{sample['sample_id']}"
     conv = sample["conversation"]
     speaker_a = conv["speaker_a"]
+    # Two people talking (LoCoMo) are both people, as members of a group chat are; only an
+    # assistant chat (BEAM's) has Ash's side. The conversation step tells them apart by role.
+    assistant_chat = is_assistant_chat(sample)
     numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
     dia_of: dict[int, str] = {}
     for number in numbers:
@@ -100,7 +103,7 @@ def load_conversation(conn, sample: dict) -> tuple[str, dict[int, str], int]:
                 conn,
                 session.id,
                 user_id,
-                "user" if turn["speaker"] == speaker_a else "assistant",
+                "assistant" if assistant_chat and turn["speaker"] != speaker_a else "user",
                 turn["text"],
                 metadata=metadata,
                 created_at=iso(start + timedelta(seconds=30 * i)),
@@ -177,9 +180,10 @@ def newest_value(qa: dict, evidence: set[str], ranked: list, speaker_of: dict, o
     )
 
 
-def has_knowledge_updates(sample: dict) -> bool:
-    """Category 3 is knowledge updates in the assistant chats (BEAM's conversion, whose speakers
-    are "User" and "Assistant"); in LoCoMo's conversations between people it is open-domain."""
+def is_assistant_chat(sample: dict) -> bool:
+    """A person and an assistant (BEAM's conversion, whose speakers are "User" and "Assistant"),
+    where category 3 is knowledge updates; in LoCoMo's conversations between people it is
+    open-domain inference."""
     conversation = sample["conversation"]
     return (conversation.get("speaker_a"), conversation.get("speaker_b")) == ("User", "Assistant")
 
@@ -288,7 +292,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
             index_bare(conn, list(dia_of))
             known = set(dia_of.values())
             speaker_of, order_of = turn_facts(sample)
-            updates = has_knowledge_updates(sample)
+            updates = is_assistant_chat(sample)
             mine = [g for g, members in groups.items() if number in members]
             for qa in sample["qa"]:
                 evidence = {e for entry in qa.get("evidence", []) for e in EVIDENCE.findall(entry)} & known

@@ -105,6 +105,37 @@ def test_the_answer_to_a_question_is_preferred_to_the_turn_that_asks(db, monkeyp
     assert first() == asked  # with plain neighbour shares the words win
 
 
+def test_only_a_persons_reply_answers_a_question(db):
+    settings, conn = db
+    session = store.open_session(conn, "telegram", "dm", OWNER, "private")
+    turns = [
+        ("assistant", "Good morning! Any plans for the weekend?"),
+        ("user", "Any pottery workshop in Porto this Saturday? I'm a beginner."),
+        ("assistant", "Oficina do Barro has a beginners' class. Which suits you, morning or afternoon?"),
+        ("user", "Morning, and I'll bring my sister Ana."),
+        ("assistant", "Booked for two at 10."),
+    ]
+    greeting, request, offer, reply, _ = [store.add_message(conn, session.id, OWNER, r, t) for r, t in turns]
+    index.index_messages(conn, settings, [greeting, request, offer, reply])
+    scores = {request: 1.0, offer: 0.6}
+
+    spread = conversation.spread_to_neighbours(conn, OWNER, scores, {})
+
+    # Ash's reply to the user's question is advice around its words: the asking turn keeps its
+    # score and lends the reply a plain share. The user's answer to Ash's question is a fact of
+    # theirs: it takes the answer's share, and Ash's asking turn is discounted.
+    asks = conversation.asking_share(turns[2][1])
+    assert spread[request] == pytest.approx(1.0 + conversation.NEIGHBOUR_SHARE * 0.6)
+    assert spread[offer] == pytest.approx(
+        0.6 + conversation.NEIGHBOUR_SHARE * 1.0 - conversation.QUESTION_DISCOUNT * asks
+    )
+    assert spread[reply] == pytest.approx(conversation.ANSWER_SHARE * 0.6)
+    # A turn that joins as a neighbour is judged the same way: Ash's greeting asked the user.
+    assert spread[greeting] == pytest.approx(
+        conversation.NEIGHBOUR_SHARE * 1.0 - conversation.QUESTION_DISCOUNT * conversation.asking_share(turns[0][1])
+    )
+
+
 def test_what_counts_as_asking():
     assert conversation.asks("How was Porto?")
     assert conversation.asks("Wow! And then? 😊")  # a question before an emoji

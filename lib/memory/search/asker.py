@@ -9,10 +9,9 @@ The kinds of miss this answers (BEAM assistant chats, bench/locomo.py, read by h
   name names a speaker (conversation.SPEAKER_BONUS): the user's turns get OWN_TURN_BONUS.
   Questions about two other people (LoCoMo: "What did Caroline research?") never say "I", so
   nothing changes there, nor for a question about what "we" discussed, whose answer includes
-  Ash's advice ("a summary of the options we've talked about"). For the same reason the
-  question step of lib/memory/search/conversation.py (a turn that asks lends its score to the
-  reply) does not take the user's turns for mere questions then: "I'm going at 4 PM, is that
-  ok?" asks, but it is where the fact is.
+  Ash's advice ("a summary of the options we've talked about"). "I'm going at 4 PM, is that
+  ok?" asks, but it is where the fact is: the question step of
+  lib/memory/search/conversation.py leaves it whole, as Ash, not a person, replies to it.
 - A question about what the asker said ("the order in which I brought up different aspects of my
   plans with Douglas throughout our conversations", "How many shoe sizes have I mentioned?",
   "What amount did I say I pay?") is answered by the person's own turns alone: in BEAM's 20 such
@@ -50,8 +49,6 @@ NEWER_MIN_SHARED = 2
 # The newest statement is looked for among this many of the best user turns.
 NEWER_AMONG = 10
 ASKER_ROLE = "user"
-# For a question about the asker, the user's turns that ask are statements all the same.
-STATING = True
 # For a question about what the asker said, the user's turns before all of Ash's.
 SAID_FIRST = True
 
@@ -82,12 +79,6 @@ def about_the_asker(query: str) -> bool:
 def asks_what_the_asker_said(query: str) -> bool:
     """The question asks what the person said ("I brought up", "have I mentioned", "did I say")."""
     return bool(_SAID_BY_THE_ASKER.search(query))
-
-
-def stating_role(query: str) -> str | None:
-    """The role whose turns state the asker's facts even when they ask (conversation's question
-    step): the user's, for a question about the asker; None otherwise."""
-    return ASKER_ROLE if STATING and about_the_asker(query) else None
 
 
 def prefer_askers_turns(scores: dict[int, float], by_id: dict[int, dict], query: str) -> dict[int, float]:

@@ -14,10 +14,15 @@ The kinds of miss this answers (LoCoMo dev, read by hand):
   something, 13% of the evidence turns, 33% of the wrong turns in a top 10; and 54% of the
   evidence turns follow a turn that asks. So a turn that asks lends ANSWER_SHARE (instead of
   NEIGHBOUR_SHARE) to the turn after it and loses QUESTION_DISCOUNT x the share of its text
-  that asks (so an answer of Ash's that ends "Want me to book it?" stays nearly whole). The
-  same holds between a user and Ash: the user's question carries the words, Ash's reply the
-  answer. Measured (bench/locomo.py): 0.828 -> 0.850 (tuned 0.835 -> 0.861, held out 0.817 ->
-  0.831), every category up; what reaches the prompt 0.851 -> 0.861; with MiniLM 0.813 -> 0.833.
+  that asks (so an answer of Ash's that ends "Want me to book it?" stays nearly whole). Measured
+  (bench/locomo.py): 0.828 -> 0.850 (tuned 0.835 -> 0.861, held out 0.817 -> 0.831), every
+  category up; what reaches the prompt 0.851 -> 0.861; with MiniLM 0.813 -> 0.833.
+- Only a person's reply answers (BEAM's assistant chats): the person's facts are in the turns
+  that ask Ash ("I'm stressed about saving $2,000 by June 30, can you help me plan?"), and Ash's
+  reply is advice that repeats their words. The step above lowered both BEAM halves there, so a
+  turn asks only when a person's turn (role "user") comes after it: people in a group, or the
+  user answering Ash's "Which day suits you?". BEAM 0.631 -> 0.641 (dev 0.619 either way, held
+  out 0.644 -> 0.665; prompt 0.770 -> 0.772); LoCoMo, two people, unchanged (0.845).
 - A question that names a person ("What did Caroline research?") is about that person's own
   words, while the other speaker's turns share the topic. When the query names exactly one of
   the speakers among the candidates, that speaker's turns get SPEAKER_BONUS. Names are the
@@ -43,7 +48,7 @@ from datetime import date, datetime
 import apsw
 
 from lib.db import rows
-from lib.memory.search import asker, when
+from lib.memory.search import when
 
 # Measured on the three LoCoMo dev conversations used for tuning (bench/locomo.py):
 # hybrid R@10 0.771 -> 0.791 (neighbours), 0.797 (speaker), 0.816 (both, with VECTOR_WEIGHT 0.5).
@@ -97,34 +102,48 @@ def asking_share(text: str) -> float:
 
 
 def spread_to_neighbours(
-    conn: apsw.Connection, owner: str, scores: dict[int, float], by_id: dict[int, dict], stating_role: str | None = None
+    conn: apsw.Connection, owner: str, scores: dict[int, float], by_id: dict[int, dict]
 ) -> dict[int, float]:
     """Each candidate's score plus NEIGHBOUR_SHARE of its neighbours' scores (ANSWER_SHARE of a
-    turn before it that asks), less QUESTION_DISCOUNT x the share of it that asks; neighbours
-    that were not candidates join with their share (their rows are added to `by_id`).
+    turn before it that asks a person), less QUESTION_DISCOUNT x the share of it that asks;
+    neighbours that were not candidates join with their share (their rows are added to `by_id`).
 
-    The turns of `stating_role` count as statements even when they ask: a person asking Ash
-    about themself ("What time should I go?") is answered by what they said in their own turns
-    ("I'm going at 4 PM, is that ok?"), not by Ash's reply to it (lib/memory/search/asker.py)."""
+    A turn asks a person when the turn after it is a person's (role "user"): what someone says
+    in reply is a fact of theirs, while Ash's reply to a question is advice around the words of
+    the question, and the person's own turn stays the evidence ("I'm going at 4 PM, is that
+    ok?")."""
     if not scores or not NEIGHBOUR_SHARE:
         return scores
     _read_rows(conn, owner, scores, by_id)
-
-    def asking_of(ref: int) -> float:
-        row = by_id[ref]
-        return 0.0 if row["role"] == stating_role else asking_share(row["content"])
-
-    asking = {ref: asking_of(ref) for ref in scores if ref in by_id}
+    around = _around(conn, owner, scores)
+    after_of = {ref: after for ref, _, after in around}
+    _read_rows(conn, owner, [n for _, before, after in around for n in (before, after) if n is not None], by_id)
+    asking = {ref: _asking_a_person(ref, after_of, by_id) for ref in scores if ref in by_id}
     spread = dict(scores)
-    for ref, before, after in _around(conn, owner, scores):
+    for ref, before, after in around:
         if before is not None:
             spread[before] = spread.get(before, 0.0) + NEIGHBOUR_SHARE * scores[ref]
         if after is not None:
             share = ANSWER_SHARE if asking[ref] else NEIGHBOUR_SHARE
             spread[after] = spread.get(after, 0.0) + share * scores[ref]
-    _read_rows(conn, owner, spread, by_id)
-    asking |= {ref: asking_of(ref) for ref in spread if ref in by_id and ref not in asking}
+    joined = [ref for ref in spread if ref in by_id and ref not in asking]
+    # A neighbour that joined is only discounted when it asks a person: its own next turn is read
+    # for the few that ask at all (a quarter of turns), not for every one of them.
+    maybe = [ref for ref in joined if asking_share(by_id[ref]["content"])]
+    if maybe:
+        after_of |= {ref: after for ref, _, after in _around(conn, owner, maybe)}
+        _read_rows(conn, owner, [after_of[ref] for ref in maybe if after_of.get(ref) is not None], by_id)
+    asking |= {ref: _asking_a_person(ref, after_of, by_id) for ref in joined}
     return {ref: score - QUESTION_DISCOUNT * asking[ref] for ref, score in spread.items() if ref in by_id}
+
+
+def _asking_a_person(ref: int, after_of: dict[int, int | None], by_id: dict[int, dict]) -> float:
+    """The share of the turn that asks, when a person's turn comes after it (0 otherwise)."""
+    row = by_id[ref]
+    after = after_of.get(ref)
+    if after is None or by_id.get(after, {}).get("role") != "user":
+        return 0.0
+    return asking_share(row["content"])
 
 
 def _read_rows(conn: apsw.Connection, owner: str, refs, by_id: dict[int, dict]) -> None:
@@ -211,6 +230,6 @@ def rank(
 ) -> dict[int, float]:
     """Every adjustment above, in order: neighbours, the named speaker, the asked time (may add
     neighbours' rows to `by_id`)."""
-    scores = spread_to_neighbours(conn, owner, scores, by_id, asker.stating_role(query))
+    scores = spread_to_neighbours(conn, owner, scores, by_id)
     scores = prefer_named_speaker(scores, by_id, query)
     return prefer_asked_time(scores, by_id, query, local, today)
