@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lib.memory.api import retrieve_context
-from lib.memory.search import embeddings, fulltext, parallel, retrieval, words
+from lib.memory.search import embeddings, fulltext, fusion, parallel, retrieval, words
 from tests.support.memory_retrieval import add_knowledge, open_db, settings_with, turn
 
 ALICE, BOB = "1001", "2002"
@@ -107,6 +107,38 @@ def test_recency_breaks_ties_between_equally_relevant_entries(local):
     # Without the recency prior the tie would keep insertion order (older first).
     found = retrieval.search_knowledge(conn, settings, user_id=ALICE, query="ficus", limit=2)
     assert [r.id for r in found] == [newer, older]
+
+
+def test_only_items_within_the_nudge_of_the_cut_have_their_time_read():
+    # Scores far apart, a run of ties at the cut (the newer ones win it), and two items below.
+    now = datetime.now(UTC)
+    scores = {i: 1.0 - i / 10 for i in range(6)} | {10 + i: 0.3 for i in range(6)} | {20: 0.0, 21: -0.2}
+    items = {ref: {"created_at": (now - timedelta(days=ref)).isoformat()} for ref in scores}
+    everything = sorted(
+        ((ref, s + fusion.RECENCY_WEIGHT * fusion.recency(items[ref]["created_at"], now)) for ref, s in scores.items()),
+        key=lambda item: -item[1],
+    )
+    for limit in (1, 5, 8, 12, 40):
+        read: list[int] = []
+        logged = {ref: _Logged(ref, row, read) for ref, row in items.items()}
+        top = fusion.ordered(scores, logged, limit)
+        assert [ref for ref, _ in top] == [ref for ref, _ in everything[:limit]]
+        # Nothing further below the cut than the nudge can reach has its time read.
+        assert (20 in read, 21 in read) == ((False, False) if limit <= 12 else (True, True))
+    assert [ref for ref, _ in fusion.ordered(scores, items, 8)][-2:] == [10, 11]  # the newest of the ties
+
+
+class _Logged(dict):
+    """A row that notes which items had their time read."""
+
+    def __init__(self, ref: int, row: dict, read: list) -> None:
+        super().__init__(row)
+        self._ref, self._read = ref, read
+
+    def __getitem__(self, key):
+        if key == "created_at":
+            self._read.append(self._ref)
+        return super().__getitem__(key)
 
 
 def test_retrieve_context_cuts_the_least_relevant_items_first(local):

@@ -80,11 +80,19 @@ def fused(
     return scores
 
 
-def ordered(scores: dict[int, float], items: dict[int, dict]) -> list[tuple[int, float]]:
-    """Best first, with the recency nudge deciding near-ties."""
+def ordered(scores: dict[int, float], items: dict[int, dict], limit: int) -> list[tuple[int, float]]:
+    """The best `limit`, best first, with the recency nudge deciding near-ties.
+
+    The nudge is at most RECENCY_WEIGHT, so an item further than that below the limit-th score
+    cannot reach the list: only the others have their time read (a search scores some 300
+    messages, conversation neighbours included, and reading each one's time was 2 ms of it)."""
+    if not scores:
+        return []
+    by_score = sorted(scores.items(), key=lambda item: -item[1])
+    cut = by_score[min(limit, len(by_score)) - 1][1] - RECENCY_WEIGHT
     now = datetime.now(UTC)
-    final = {ref: s + RECENCY_WEIGHT * recency(items[ref]["created_at"], now) for ref, s in scores.items()}
-    return sorted(final.items(), key=lambda item: -item[1])
+    final = {ref: s + RECENCY_WEIGHT * recency(items[ref]["created_at"], now) for ref, s in by_score if s >= cut}
+    return sorted(final.items(), key=lambda item: -item[1])[:limit]
 
 
 def within(scores: dict[int, float], allowed: set[int] | None) -> dict[int, float]:
@@ -113,7 +121,7 @@ def results(
     if adjust is not None:
         scores = adjust(scores)
     found = []
-    for ref, score in ordered(scores, by_id)[:limit]:
+    for ref, score in ordered(scores, by_id, limit):
         row = by_id[ref]
         metadata = {**json.loads(row["metadata"] or "{}"), "created_at": row["created_at"], **describe(row)}
         # Knowledge rows have no token count: their results keep the default.

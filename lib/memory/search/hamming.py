@@ -65,15 +65,10 @@ def nearest(
         return None
     if not found:
         return []
-    width = len(query_bits)
-    valid = np.unpackbits(np.frombuffer(b"".join(r[0] for r in found), dtype=np.uint8), bitorder="little")
-    rowids = np.frombuffer(b"".join(r[1] for r in found), dtype=np.int64)
-    packed = b"".join(r[2] for r in found)
-    if len(valid) != len(rowids) or len(packed) != len(rowids) * width:
+    read = _distances_by_row(found, query_bits)
+    if read is None:
         return None
-    distances = _distances(packed, query_bits, len(rowids))
-    distances[valid == 0] = FAR
-    live = int(np.count_nonzero(valid))
+    rowids, distances, live = read
     k = min(k, live)
     if k <= 0:
         return []
@@ -84,13 +79,36 @@ def nearest(
     return [(rowid, stored[rowid]) for rowid in ids if rowid in stored]
 
 
-def _distances(packed: bytes, query_bits: bytes, count: int) -> np.ndarray:
-    """Differing bits between the query and each of `count` packed vectors."""
+def _distances_by_row(found: list[tuple], query_bits: bytes) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(rowids, differing bits with the query, live rows) over the stored rows of vectors, each
+    (validity, rowids, packed vectors); a deleted or empty slot is FAR. None if a row is not
+    laid out as expected.
+
+    Row by row into arrays made once: joining the rows' bytes first copied the partition's
+    4.8 MB (at 100k vectors) twice more per search, which was a third of the pass."""
     word = np.uint64 if len(query_bits) % 8 == 0 else np.uint8
-    bits = np.frombuffer(packed, dtype=word).reshape(count, -1)
-    counts = np.bitwise_count(bits ^ np.frombuffer(query_bits, dtype=word))
-    # Column by column: numpy's sum along a short row is several times slower at 100k rows.
-    distances = counts[:, 0].astype(np.int32)
+    query = np.frombuffer(query_bits, dtype=word)
+    slots = [len(ids) // 8 for _, ids, _ in found]
+    rowids = np.empty(sum(slots), dtype=np.int64)
+    distances = np.empty(sum(slots), dtype=np.int32)
+    start = live = 0
+    for (validity, ids, packed), count in zip(found, slots, strict=True):
+        if len(validity) * 8 != count or len(ids) != count * 8 or len(packed) != count * len(query_bits):
+            return None
+        end = start + count
+        rowids[start:end] = np.frombuffer(ids, dtype=np.int64)
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+        _distances(np.frombuffer(packed, dtype=word).reshape(count, -1), query, distances[start:end])
+        distances[start:end][valid == 0] = FAR
+        live += int(np.count_nonzero(valid))
+        start = end
+    return rowids, distances, live
+
+
+def _distances(bits: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
+    """Differing bits between the query and each row of `bits`, into `out`."""
+    counts = np.bitwise_count(bits ^ query)
+    # Column by column: numpy's sum along a short row is several times slower.
+    np.copyto(out, counts[:, 0], casting="unsafe")
     for column in range(1, counts.shape[1]):
-        distances += counts[:, column]
-    return distances
+        out += counts[:, column]
