@@ -60,9 +60,12 @@ VALUES ('bench', ?, 'private', ?, ?, ?)
 INSERT_MESSAGE_SQL = """
 INSERT INTO messages (session_id, owner_user_id, role, content, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?)
 """
+# embedded = 1: each chunk's vector is written with it. Left at 0, the busy run's background
+# indexing took the 110k filler chunks for new turns and embedded them 256 at a time, so it
+# neither stood for the server's work (a new answer's few chunks) nor stopped within minutes.
 INSERT_CHUNK_SQL = """
-INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at)
-VALUES ('message', ?, 0, ?, ?, ?, ?)
+INSERT INTO search_chunks (kind, ref_id, ordinal, owner_user_id, content, content_hash, created_at, embedded)
+VALUES ('message', ?, 0, ?, ?, ?, ?, 1)
 """
 
 
