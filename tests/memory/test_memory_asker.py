@@ -5,6 +5,8 @@ real write path, full-text ranking alone (embeddings off), so what moves is the 
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from lib.memory import store
@@ -87,6 +89,33 @@ def test_the_newest_value_outranks_the_one_it_replaced(db, monkeypatch):
     monkeypatch.undo()
     found = ranked(conn, settings, "What was my original annual sneaker budget?")
     assert found.index(old) < found.index(new)
+
+
+def test_the_newest_value_wins_whoever_the_question_names(db):
+    settings, conn = db
+    (old,) = chat(
+        conn, settings, "april", [("user", "Probate in Montserrat takes 6-9 months, Stephanie says.")], "2024-04-02"
+    )
+    chat(conn, settings, "chat", [("user", "Which documents does probate need?")], "2024-04-20")
+    (new,) = chat(
+        conn,
+        settings,
+        "june",
+        [("user", "Good news: probate in Montserrat was shortened to 5-7 months.")],
+        "2024-06-01",
+    )
+
+    # Not in the first person, still a value that changed: the newest word on it first.
+    found = ranked(conn, settings, "How long does probate in Montserrat take?")
+    assert found.index(new) < found.index(old)
+    # A question about how things went between the person and Ash wants every turn in its
+    # place, and one about the past its old value.
+    for about_the_story in ("How long does the probate we discussed take in Montserrat?", "How long did probate take?"):
+        found = ranked(conn, settings, about_the_story)
+        assert found.index(old) < found.index(new)
+    assert asker.asks_about_now("What is the budget allocated for prototype refinement?", date(2024, 6, 1))
+    assert asker.asks_about_now("What did I say we pay for rent?", date(2024, 6, 1)) is False  # "did"
+    assert not asker.asks_about_now("Sum up how my preferences developed over our conversations", date(2024, 6, 1))
 
 
 def test_a_question_about_what_the_asker_said_finds_their_turns_before_ashs(db, monkeypatch):

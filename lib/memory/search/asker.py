@@ -29,7 +29,11 @@ The kinds of miss this answers (BEAM assistant chats, bench/locomo.py, read by h
   least NEWER_MIN_SHARED of the question's words, or all it matched when fewer), a newer one is
   put just above the older ones, unless the question asks about the past ("first",
   "originally", "did", "in April 2023"). A bonus (+0.2) was not enough: the older turn often
-  says more of the question's words ("my annual budget" against "raised the budget").
+  says more of the question's words ("my annual budget" against "raised the budget"). A value
+  changes whoever the question names: "How long does the probate process take?", "What is the
+  budget allocated for prototype refinement?" ask for the newest word as "my budget" does. Not a
+  question about what "we" discussed ("a summary of how my sneaker preferences developed over
+  our conversations"), which wants every turn in its place.
 """
 
 from __future__ import annotations
@@ -95,9 +99,12 @@ def prefer_askers_turns(scores: dict[int, float], by_id: dict[int, dict], query:
 
 
 def asks_about_now(query: str, today: date) -> bool:
-    """A question about the asker's present: in the first person, not in the past tense, naming
-    no past ("originally", "before") and no time ("in April 2023": lib/memory/search/when.py)."""
-    return about_the_asker(query) and not _ABOUT_THE_PAST.search(query) and not when.spans_in_query(query, today)
+    """A question about the present: not in the past tense, naming no past ("originally",
+    "before") and no time ("in April 2023": lib/memory/search/when.py), and not about what "we"
+    discussed unless it asks what the asker said."""
+    if _TOGETHER.search(query) and not asks_what_the_asker_said(query):
+        return False
+    return not _ABOUT_THE_PAST.search(query) and not when.spans_in_query(query, today)
 
 
 def prefer_newest_statement(
