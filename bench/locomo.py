@@ -21,7 +21,10 @@ of such questions whose newest evidence turn is in the top 10 and ranks above ev
 same speaker said before it that is also there (the old value's turn shares the question's
 words and is said earlier). Only assistant chats (speakers "User" and "Assistant", as BEAM's
 conversion writes them) have such questions: LoCoMo's category 3 is open-domain inference, and
-a file without them prints no newest-value line.
+a file without them prints no newest-value line. For what reaches the prompt the order is the one
+the model reads: the person's standing instructions have a section of their own before the
+memory section, so only those that are evidence count there (an old instruction is a rule to
+follow, not an old value ranked first).
 
 `--keep DIR` keeps the indexed database (and which message is which turn) in DIR and reuses it
 on the next run with the same DIR: ranking changes can then be measured without indexing again
@@ -180,6 +183,16 @@ def newest_value(qa: dict, evidence: set[str], ranked: list, speaker_of: dict, o
     )
 
 
+def as_read(shown: list, dia_of: dict, evidence: set[str]) -> list:
+    """The messages of a prompt in the order the model reads them for a question about a value:
+    the standing instructions that are evidence (their section comes first), then the memory
+    section (the other standing instructions are rules to follow, not values)."""
+    messages = [r for r in shown if r.source_type == "message"]
+    standing = [dia_of.get(r.id) for r in messages if r.metadata.get("standing")]
+    memory = [dia_of.get(r.id) for r in messages if not r.metadata.get("standing")]
+    return [d for d in standing if d in evidence] + memory
+
+
 def is_assistant_chat(sample: dict) -> bool:
     """A person and an assistant (BEAM's conversion, whose speakers are "User" and "Assistant"),
     where category 3 is knowledge updates; in LoCoMo's conversations between people it is
@@ -319,7 +332,12 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                     recall[group][PROMPT]["all"].setdefault(category, []).append(
                         len(evidence & reached) / len(evidence)
                     )
-                for mode, ranked in ranked_by.items() if updates else ():
+                # The prompt shows the person's standing instructions in a section of their own,
+                # before what memory found (lib/agent/prompt.py): an old instruction there is not
+                # an old value ranked first. For the newest value the prompt is read as the model
+                # reads it: the standing turns that are evidence, then the memory section's order.
+                ordered = ranked_by | {PROMPT: as_read(shown, dia_of, evidence)}
+                for mode, ranked in ordered.items() if updates else ():
                     won = newest_value(qa, evidence, ranked, speaker_of, order_of)
                     for group in mine if won is not None else ():
                         newest[group][mode].append(float(won))

@@ -82,3 +82,26 @@ def test_the_newest_value_line_counts_only_the_assistant_chats_updates(tmp_path)
     # One question about a value that changed; the updated turn outranks the old one.
     assert "newest value (1 questions, updated turn first): hybrid 1.000" in out
     assert "hybrid recall@10 overall: 1.000" in out
+
+
+def test_the_prompts_newest_value_reads_standing_instructions_as_their_own_section():
+    sys.path.insert(0, str(REPO))
+    from bench.locomo import as_read, newest_value
+    from lib.memory.types import SearchResult
+
+    def item(message_id: int, standing: bool = False) -> SearchResult:
+        return SearchResult(message_id, "...", 1.0, "message", {"standing": True} if standing else {})
+
+    dia_of = {1: "D1:1", 2: "D1:2", 3: "D2:1", 4: "D2:2"}
+    speaker_of = {"D1:1": "User", "D1:2": "Assistant", "D2:1": "User", "D2:2": "Assistant"}
+    order_of = {"D1:1": 0, "D1:2": 1, "D2:1": 2, "D2:2": 3}
+    question = ASSISTANT_CHAT["qa"][0]
+    # An older instruction of the user's leads the prompt (its own section), then the update.
+    shown = [item(1, standing=True), item(3), item(2)]
+    assert as_read(shown, dia_of, {"D2:1"}) == ["D2:1", "D1:2"]
+    assert newest_value(question, {"D2:1"}, as_read(shown, dia_of, {"D2:1"}), speaker_of, order_of)
+    # Read as one list, the old instruction would count as the old value ranked first.
+    listed = [dia_of[r.id] for r in shown]
+    assert not newest_value(question, {"D2:1"}, listed, speaker_of, order_of)
+    # A standing instruction that is the update itself stays, first.
+    assert as_read([item(4), item(3, standing=True)], dia_of, {"D2:1"}) == ["D2:1", "D2:2"]
