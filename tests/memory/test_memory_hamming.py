@@ -99,3 +99,18 @@ def test_storage_that_is_not_as_expected_gets_vec0s_pass(filled):
     conn, _, rng = filled
     bits = vectors.quantise(vectors.normalise(rng.normal(size=(1, DIMENSIONS)))[0])
     assert hamming.nearest(conn, "no_such_table", bits, (BOB, "message"), 10) is None
+
+
+def test_similarities_read_the_stored_vectors_in_one_query_under_the_pinned_release(filled, monkeypatch):
+    """Every asked chunk that has a vector gets its exact cosine (a deleted one none), with vec0's
+    point lookup broken; under an unknown release the point lookups give the same answer."""
+    conn, stored, rng = filled
+    query = vectors.normalise(rng.normal(size=(1, DIMENSIONS)))[0]
+    asked = [1, 7, 14, 2101, 2550, 99999]  # Alice's, two of hers deleted, Bob's, global, none
+    expected = {c: pytest.approx(float(stored[c][2] @ query), abs=1e-6) for c in asked if c in stored}
+    assert set(expected) == {1, 2101, 2550}
+    monkeypatch.setattr(vectors, "VECTOR_SQL", "SELECT no_such_column FROM vec_chunks")
+    assert vectors.similarities(conn, query, asked) == expected
+    monkeypatch.undo()
+    monkeypatch.setattr(hamming, "_known_layout", False)
+    assert vectors.similarities(conn, query, asked) == expected

@@ -75,8 +75,19 @@ def nearest(
     picked = np.argpartition(distances, k - 1)[:k] if k < len(distances) else np.arange(len(distances))
     picked = picked[np.argsort(distances[picked], kind="stable")]
     ids = [int(rowid) for rowid in rowids[picked]]
-    stored = dict(conn.execute(AUXILIARY_SQL.format(table=table), (json.dumps(ids),)).fetchall())
+    stored = auxiliary(conn, table, ids) or {}
     return [(rowid, stored[rowid]) for rowid in ids if rowid in stored]
+
+
+def auxiliary(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[int, bytes] | None:
+    """The auxiliary `value00` column of these rows, by rowid, in one query (a deleted row has
+    none); None when the storage is not as expected."""
+    if not layout_known(conn):
+        return None
+    try:
+        return dict(conn.execute(AUXILIARY_SQL.format(table=table), (json.dumps(rowids),)).fetchall())
+    except apsw.SQLError:
+        return None
 
 
 def _distances_by_row(found: list[tuple], query_bits: bytes) -> tuple[np.ndarray, np.ndarray, int] | None:

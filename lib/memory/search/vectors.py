@@ -151,17 +151,21 @@ def knn(
 
 
 def similarities(conn: apsw.Connection, query: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
-    """Cosine similarity of the query to each of these chunks that has a vector (point lookups:
-    for candidates another ranker found, whatever their place in a KNN)."""
+    """Cosine similarity of the query to each of these chunks that has a vector (for candidates
+    another ranker found, whatever their place in a KNN): their stored vectors read in one query
+    where hamming.py knows the storage, else one vec0 point lookup each (50 of them took 2.5 ms
+    of a prompt's retrieval at 100k messages)."""
     if not chunk_ids or not exists(conn):
         return {}
     query = np.asarray(query, dtype=np.float32)
-    found = {}
-    for chunk_id in chunk_ids:
-        row = conn.execute(VECTOR_SQL, (chunk_id,)).fetchone()
-        if row is not None:
-            found[chunk_id] = float(from_blob(row[0]) @ query)
-    return found
+    stored = hamming.auxiliary(conn, TABLE, chunk_ids)
+    if stored is None:
+        stored = {}
+        for chunk_id in chunk_ids:
+            row = conn.execute(VECTOR_SQL, (chunk_id,)).fetchone()
+            if row is not None:
+                stored[chunk_id] = row[0]
+    return {chunk_id: float(from_blob(blob) @ query) for chunk_id, blob in stored.items()}
 
 
 def count(conn: apsw.Connection) -> int:
