@@ -85,7 +85,6 @@ def test_the_newest_value_line_counts_only_the_assistant_chats_updates(tmp_path)
 
 
 def test_the_prompts_newest_value_reads_standing_instructions_as_their_own_section():
-    sys.path.insert(0, str(REPO))
     from bench.locomo import as_read, newest_value
     from lib.memory.types import SearchResult
 

@@ -75,7 +75,9 @@ def nearest(
     picked = np.argpartition(distances, k - 1)[:k] if k < len(distances) else np.arange(len(distances))
     picked = picked[np.argsort(distances[picked], kind="stable")]
     ids = [int(rowid) for rowid in rowids[picked]]
-    stored = auxiliary(conn, table, ids) or {}
+    stored = auxiliary(conn, table, ids)
+    if stored is None:
+        return None
     return [(rowid, stored[rowid]) for rowid in ids if rowid in stored]
 
 
