@@ -97,31 +97,31 @@ def _distances_by_row(found: list[tuple], query_bits: bytes) -> tuple[np.ndarray
     (validity, rowids, packed vectors); a deleted or empty slot is FAR. None if a row is not
     laid out as expected.
 
-    Row by row into arrays made once: joining the rows' bytes first copied the partition's
-    4.8 MB (at 100k vectors) twice more per search, which was a third of the pass."""
+    The rows' vectors are copied once into one writable array and XOR-ed in place: counting row
+    by row (some 100 rows of 1,024 vectors at 100k) cost ten numpy calls a row, and XOR into a
+    new array allocated the partition's 4.8 MB again per search (4.0-4.4 -> 2.5-2.8 ms median at
+    100k, the two side by side, 2026-12-07)."""
     word = np.uint64 if len(query_bits) % 8 == 0 else np.uint8
     query = np.frombuffer(query_bits, dtype=word)
-    slots = [len(ids) // 8 for _, ids, _ in found]
-    rowids = np.empty(sum(slots), dtype=np.int64)
-    distances = np.empty(sum(slots), dtype=np.int32)
-    start = live = 0
-    for (validity, ids, packed), count in zip(found, slots, strict=True):
+    for validity, ids, packed in found:
+        count = len(ids) // 8
         if len(validity) * 8 != count or len(ids) != count * 8 or len(packed) != count * len(query_bits):
             return None
-        end = start + count
-        rowids[start:end] = np.frombuffer(ids, dtype=np.int64)
-        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-        _distances(np.frombuffer(packed, dtype=word).reshape(count, -1), query, distances[start:end])
-        distances[start:end][valid == 0] = FAR
-        live += int(np.count_nonzero(valid))
-        start = end
-    return rowids, distances, live
+    bits = np.concatenate([np.frombuffer(packed, dtype=word) for _, _, packed in found]).reshape(-1, len(query))
+    np.bitwise_xor(bits, query, out=bits)
+    distances = _row_sums(np.bitwise_count(bits))
+    rowids = np.frombuffer(b"".join(ids for _, ids, _ in found), dtype=np.int64)
+    valid = np.unpackbits(
+        np.frombuffer(b"".join(validity for validity, _, _ in found), dtype=np.uint8), bitorder="little"
+    )
+    distances[valid == 0] = FAR
+    return rowids, distances, int(np.count_nonzero(valid))
 
 
-def _distances(bits: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-    """Differing bits between the query and each row of `bits`, into `out`."""
-    counts = np.bitwise_count(bits ^ query)
-    # Column by column: numpy's sum along a short row is several times slower.
-    np.copyto(out, counts[:, 0], casting="unsafe")
+def _row_sums(counts: np.ndarray) -> np.ndarray:
+    """Each row's sum, as int32. Column by column: numpy's sum along a short row is several
+    times slower."""
+    out = counts[:, 0].astype(np.int32)
     for column in range(1, counts.shape[1]):
         out += counts[:, column]
+    return out
