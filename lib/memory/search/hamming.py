@@ -65,7 +65,7 @@ def nearest(
         return None
     if not found:
         return []
-    read = _distances_by_row(found, query_bits)
+    read = _distances(found, query_bits)
     if read is None:
         return None
     rowids, distances, live = read
@@ -92,7 +92,7 @@ def auxiliary(conn: apsw.Connection, table: str, rowids: list[int]) -> dict[int,
         return None
 
 
-def _distances_by_row(found: list[tuple], query_bits: bytes) -> tuple[np.ndarray, np.ndarray, int] | None:
+def _distances(found: list[tuple], query_bits: bytes) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(rowids, differing bits with the query, live rows) over the stored rows of vectors, each
     (validity, rowids, packed vectors); a deleted or empty slot is FAR. None if a row is not
     laid out as expected.
