@@ -45,6 +45,8 @@ class TurnState:
     output_tokens: int = 0
     # What the prompt drew on (lib/memory/provenance.py): linked to the answer once it is stored.
     sources_id: int | None = None
+    # Past messages the model already reads (lib/tools/base.py ToolContext.seen_messages).
+    seen_messages: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

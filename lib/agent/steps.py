@@ -213,9 +213,16 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
             await loop.tool_watcher.tool_started(use.name, use.input)
         # What the turn holds from outside so far: a memory the call writes waits for review.
         typed = state.turn.text if state.turn.typed_text is None else state.turn.typed_text
-        loop.context = dataclasses.replace(loop.context, outside=tuple(state.outside), own_words=typed)
+        loop.context = dataclasses.replace(
+            loop.context,
+            outside=tuple(state.outside),
+            own_words=typed,
+            seen_messages=frozenset(state.seen_messages),
+        )
         block, outcome = await _run_tool(loop, use)
         state.results.append(block)
+        # Past messages the call showed the model (recall's): the next call brings others.
+        state.seen_messages += [i for i in outcome.metadata.get("messages") or () if i not in state.seen_messages]
         if loop.tool_watcher is not None:
             await loop.tool_watcher.tool_finished(use.name, is_error=block.is_error)
         if output_is_outside(use.name, outcome.metadata):

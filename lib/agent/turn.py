@@ -207,6 +207,13 @@ def _outside_content(turn: TurnInput, prepared: _Prepared) -> list[str]:
     return outside
 
 
+def _seen_messages(prepared: _Prepared) -> list[int]:
+    """The past messages the model reads from the start: the conversation window and the
+    prompt's memory section (`recall` brings others)."""
+    window = [m.id for m in prepared.history]
+    return list(dict.fromkeys([*window, *(r.id for r in prepared.retrieved if r.source_type == "message")]))
+
+
 def _own_words(turn: TurnInput, prepared: _Prepared) -> str:
     """What the person wrote themselves: this message, and their earlier ones in the window
     (of a message that held outside content, only what they typed)."""
@@ -307,6 +314,7 @@ async def run_turn(
         uses=[],
         results=[],
         sources_id=prepared.sources_id,
+        seen_messages=_seen_messages(prepared),
     )
     loop = make_loop(
         runtime,

@@ -30,6 +30,7 @@ __all__ = [
     "close_side_connections",
     "get_embedder",
     "index_status",
+    "recall",
     "record_turn",
     "reindex_all",
     "retrieve_context",
@@ -97,6 +98,26 @@ def retrieve_context(
     used = [r.id for r in kept if r.source_type == "knowledge" and r.metadata.get("source") == "extraction"]
     reinforce.touch(conn, used)
     return kept
+
+
+def recall(
+    conn: apsw.Connection,
+    settings: Settings,
+    *,
+    user_id: str,
+    query: str,
+    limit: int,
+    seen: frozenset[int] = frozenset(),
+) -> tuple[list[SearchResult], int]:
+    """The agent's own search (the `recall` tool): the best `limit` entries for `query`, leaving
+    out the past messages in `seen` (those the model already reads this turn: the prompt's
+    memory section, the conversation window, earlier recall calls), so each call brings new
+    evidence rather than the prompt's items again. Returns them and how many seen messages
+    were left out. Knowledge entries always come back: they are short, and `forget` needs
+    their ids, which the prompt does not show."""
+    found = search_all(conn, settings, user_id=user_id, query=query, limit=limit + len(seen))
+    fresh = [r for r in found if not (r.source_type == "message" and r.id in seen)]
+    return fresh[:limit], len(found) - len(fresh)
 
 
 def record_turn(

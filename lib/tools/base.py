@@ -54,6 +54,9 @@ class ToolContext:
     # The asker's name as a group's transcript shows it (None in a private chat): `recall` tells
     # their own past messages from other members' (lib/memory/screen.py held_outside).
     speaker: str | None = field(default=None, kw_only=True)
+    # The past messages the model already reads this turn (the prompt's memory section, the
+    # conversation window, what `recall` returned so far): `recall` brings others instead.
+    seen_messages: frozenset[int] = field(default=frozenset(), kw_only=True)
 
     @property
     def memory(self) -> str:

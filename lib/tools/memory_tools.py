@@ -18,6 +18,9 @@ from lib.memory import screen
 from lib.tools.base import ToolContext, ToolResult
 
 RECALL_LIMIT = 8
+ALREADY_SEEN = (
+    "Nothing more in memory for that: what matches ({count}) is already in this conversation or its memory section."
+)
 PENDING_NOTE = (
     "Saved for review, not remembered yet (memory #{id}): this conversation holds outside content, so "
     "the person keeps or discards it with /memory pending. It is not used until they keep it."
@@ -86,7 +89,11 @@ class Recall:
     name: ClassVar[str] = "recall"
     description: ClassVar[str] = (
         "Search the user's long-term memory (saved facts and past conversations) by meaning and by words. "
-        "Returns matching entries with their ids; use an id with `forget` to delete one."
+        "Returns matching entries with their ids; use an id with `forget` to delete one. Past messages you "
+        "already have (this conversation, the memory section, earlier recall results) are left out, so each "
+        "call brings new ones. For a question that gathers things from many conversations (every trip, each "
+        "change, in what order, how many times), search once for each part, in the words those conversations "
+        "would use rather than the question's."
     )
 
     class Input(msgspec.Struct, forbid_unknown_fields=True):
@@ -94,21 +101,25 @@ class Recall:
 
     async def execute(self, args: Recall.Input, context: ToolContext) -> ToolResult:
         """Search what the asking user may see."""
-        from lib.memory.api import search_all
+        from lib.memory.api import recall
 
         db, settings = _db_and_settings(context)
+        seen = context.seen_messages
 
-        def search() -> list:
-            return search_all(db.conn(), settings, user_id=context.memory, query=args.query, limit=RECALL_LIMIT)
+        def search() -> tuple[list, int]:
+            return recall(db.conn(), settings, user_id=context.memory, query=args.query, seen=seen, limit=RECALL_LIMIT)
 
         def unconfirmed() -> list:
             from lib.memory import review
 
             return review.pending_matching(db.conn(), context.memory, args.query)
 
-        results = await asyncio.to_thread(search)
+        results, already = await asyncio.to_thread(search)
         waiting = await asyncio.to_thread(unconfirmed)
         if not results and not waiting:
+            if already:
+                said = f"{already} past message{'s' if already > 1 else ''}"
+                return ToolResult(output=ALREADY_SEEN.format(count=said))
             return ToolResult(output="Nothing found in memory for that.")
         lines = []
         for r in results:
@@ -119,7 +130,11 @@ class Recall:
         lines += [f"- [memory #{e.id}, unconfirmed: pending review, from {e.origin}] {e.content}" for e in waiting]
         # A document's text is someone else's words: the turn then holds outside content.
         untrusted = bool(waiting) or any(r.metadata.get("untrusted") for r in results)
-        return ToolResult(output="\n".join(lines), metadata={"ids": [r.id for r in results], "untrusted": untrusted})
+        messages = [r.id for r in results if r.source_type == "message"]
+        return ToolResult(
+            output="\n".join(lines),
+            metadata={"ids": [r.id for r in results], "messages": messages, "untrusted": untrusted},
+        )
 
 
 class Forget:

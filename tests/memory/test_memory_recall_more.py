@@ -1,0 +1,157 @@
+"""`recall` brings what the model does not have yet (lib/memory/api.py recall).
+
+A question that gathers things from many conversations ("which trips did I take?") gets the
+best few of them in the prompt's memory section. When the model then calls `recall`, the same
+best few came back again: a call that added nothing. Now the past messages the model already
+reads (the memory section, the conversation window, earlier calls' results) are left out, so
+each call brings others. Real turns over a real SQLite file, the model stubbed at the network
+edge with a recorded tool-use response whose calls are `recall`s."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import httpx
+import pytest
+
+from lib.agent import TurnInput, run_turn
+from lib.agent.pending import TurnState, decode_state, encode_state
+from lib.memory import api as memory_api
+from lib.memory import knowledge, store
+from lib.tools.base import ToolContext
+from lib.tools.memory_tools import RECALL_LIMIT, Recall
+from tests.support.agent import (
+    ANTHROPIC_MESSAGES,
+    RecordingSink,
+    body,
+    configured_runtime,
+    message_as_sse,
+    request_json,
+    sse_response,
+)
+
+USER = "1001"
+QUIET = '[embeddings]\nprovider = "none"\n[memory]\nextraction_enabled = false\n'
+# One past conversation each: more trips than the prompt and one recall call hold together.
+PLACES = [
+    "Lisbon", "Oslo", "Kyoto", "Quito", "Hanoi", "Dakar", "Tallinn", "Cusco", "Porto", "Bergen",
+    "Nara", "Sucre", "Hue", "Accra", "Riga", "Arequipa", "Braga", "Tromso", "Osaka", "Cuenca",
+    "Dalat", "Kumasi", "Vilnius", "Puno", "Evora", "Alesund", "Kobe", "Loja", "Sapa", "Tamale",
+]  # fmt: skip
+QUESTION = "Which trips did I love every day of?"
+
+
+@pytest.fixture
+def runtime(ash_home, db_path, monkeypatch):
+    runtime = configured_runtime(ash_home, monkeypatch, QUIET, openai=False)
+    conn = runtime.db.conn()
+    for place in PLACES:
+        session = store.open_session(conn, "telegram", USER, USER, "private")
+        memory_api.record_turn(
+            conn,
+            runtime.settings,
+            session_id=session.id,
+            user_id=USER,
+            user_text=f"Back from my trip to {place}: I loved every day of that trip.",
+            answer_text="Welcome back!",
+        )
+        store.close_session(conn, "telegram", USER)
+    return runtime
+
+
+def places_in(text: str) -> set[str]:
+    return {place for place in PLACES if re.search(rf"\b{place}\b", text)}
+
+
+def recalls(*queries: str) -> httpx.Response:
+    """The recorded tool-use response, its calls made `recall`s of `queries`, as a stream."""
+    recorded = body("anthropic", "messages_tool_use.json")
+    uses = [block for block in recorded["content"] if block["type"] == "tool_use"][: len(queries)]
+    for use, query in zip(uses, queries, strict=True):
+        use |= {"name": "recall", "input": {"query": query}}
+    recorded["content"] = [recorded["content"][0], *uses]
+    return httpx.Response(200, content=message_as_sse(recorded), headers={"content-type": "text/event-stream"})
+
+
+async def test_each_recall_call_brings_past_messages_the_model_does_not_have_yet(runtime, httpx2_mock):
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[recalls("trip", "trip"), sse_response("anthropic", "stream_text.sse")]
+    )
+
+    await run_turn(runtime, TurnInput("telegram", USER, USER, QUESTION), RecordingSink())
+
+    first, second = (request_json(call) for call in route.calls)
+    in_prompt = places_in(json.dumps(first["system"]))
+    one, two = (places_in(result["content"]) for result in second["messages"][-1]["content"])
+    assert in_prompt and len(one) >= RECALL_LIMIT - 1 and len(two) >= RECALL_LIMIT - 1
+    # Neither call repeats the memory section, and the second does not repeat the first.
+    assert not one & in_prompt and not two & in_prompt and not one & two
+
+
+async def test_a_call_that_finds_only_what_the_model_has_says_so(runtime, httpx2_mock):
+    context = ToolContext(user_id=USER, chat_id=USER, session_id=None, settings=runtime.settings, db=runtime.db)
+    everything = await Recall().execute(Recall.Input(query="Kyoto"), context)
+    assert "Kyoto" in everything.output and everything.metadata["messages"]
+
+    seen = frozenset(everything.metadata["messages"])
+    again = await Recall().execute(Recall.Input(query="Kyoto"), dataclasses.replace(context, seen_messages=seen))
+    assert "Kyoto" not in again.output  # the trip and the answer to it, both seen
+    assert again.output.startswith("Nothing more in memory for that: what matches (2 past messages) is already")
+    assert not again.metadata
+
+
+def test_knowledge_entries_come_back_even_when_seen_messages_are_left_out(runtime):
+    conn = runtime.db.conn()
+    entry = knowledge.add(conn, runtime.settings, "Favourite trip so far: Kyoto in spring.", owner_user_id=USER)
+    found, _ = memory_api.recall(
+        conn, runtime.settings, user_id=USER, query="Kyoto trip", limit=RECALL_LIMIT, seen=frozenset()
+    )
+    messages = frozenset(r.id for r in found if r.source_type == "message")
+    again, left_out = memory_api.recall(
+        conn, runtime.settings, user_id=USER, query="Kyoto trip", limit=RECALL_LIMIT, seen=messages
+    )
+    assert entry in {r.id for r in again if r.source_type == "knowledge"}
+    assert not {r.id for r in again if r.source_type == "message"} & messages and left_out == len(messages)
+
+
+def test_a_parked_turn_keeps_what_the_model_has_seen(runtime):
+    state = TurnState(
+        turn=TurnInput("telegram", USER, USER, QUESTION),
+        session_id=1,
+        system="",
+        preset=None,
+        messages=[],
+        step=1,
+        done=[],
+        outside=[],
+        own_words=QUESTION,
+        uses=[],
+        results=[],
+        seen_messages=[4, 8, 15],
+    )
+    assert decode_state(encode_state(state)).seen_messages == [4, 8, 15]
+    # A turn parked before there was such a list resumes with none.
+    older = json.loads(encode_state(state))
+    del older["seen_messages"]
+    assert decode_state(json.dumps(older)).seen_messages == []
+
+
+async def test_recall_leaves_out_the_conversation_the_model_is_reading(runtime, httpx2_mock):
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[
+            sse_response("anthropic", "stream_text.sse"),
+            recalls("Zanzibar"),
+            sse_response("anthropic", "stream_text.sse"),
+        ]
+    )
+    said = "Back from my trip to Zanzibar: I loved every day of that trip."
+    await run_turn(runtime, TurnInput("telegram", USER, USER, said), RecordingSink())
+
+    await run_turn(runtime, TurnInput("telegram", USER, USER, "Where was I just now?"), RecordingSink())
+
+    last = request_json(route.calls.last)
+    assert said in json.dumps(last["messages"][0])  # the window holds it ...
+    recalled = last["messages"][-1]["content"][0]["content"]
+    assert "Nothing more in memory for that" in recalled and "Zanzibar" not in recalled  # ... so not again
