@@ -54,12 +54,14 @@ import lib.migrations as migrate  # noqa: E402
 from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
+from lib.memory.api import recall as recall_tool_search  # noqa: E402
 from lib.memory.api import retrieve_context  # noqa: E402
 from lib.memory.search import retrieval  # noqa: E402
 from lib.memory.search.index import index_message  # noqa: E402
 from lib.memory.search.parallel import close_side_connections  # noqa: E402
 from lib.memory.search.retrieval import MODES, search_messages  # noqa: E402
 from lib.memory.search.words import fts_query  # noqa: E402
+from lib.tools.memory_tools import RECALL_LIMIT  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
 SMALL_TALK = REPO / "bench" / "data" / "small_talk.txt"
@@ -70,6 +72,9 @@ NEWEST = "newest value"
 CONTRADICTION = re.compile(r"contradict", re.IGNORECASE)
 BARE = "bm25-bare"
 PROMPT = "prompt"
+# What the model reads after one `recall` call with the question's own words (the least a model
+# does for a question the prompt leaves open): the prompt's items and the call's.
+RECALLED = "+recall"
 BARE_SQL = "SELECT rowid FROM bare_fts WHERE bare_fts MATCH ? ORDER BY bm25(bare_fts) LIMIT ?"
 
 
@@ -291,7 +296,9 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
         conn = connect(settings.database_path)
         migrate.migrate(conn)
         # recall[group][mode][k][category] -> list of per-question recall@k
-        recall = {g: {m: {k: {} for k in KS} for m in modes} | {PROMPT: {"all": {}}} for g in groups}
+        recall = {
+            g: {m: {k: {} for k in KS} for m in modes} | {PROMPT: {"all": {}}, RECALLED: {"all": {}}} for g in groups
+        }
         newest = {g: {m: [] for m in [*modes, PROMPT]} for g in groups}
         latency: dict[str, list[float]] = {m: [] for m in modes}
         prompt_items: list[int] = []
@@ -328,15 +335,23 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                 prompt_items.append(len(shown))
                 ranked_by[PROMPT] = [dia_of.get(r.id) for r in shown if r.source_type == "message"]
                 reached = set(ranked_by[PROMPT])
+                seen = frozenset(r.id for r in shown if r.source_type == "message")
+                more, _ = recall_tool_search(
+                    conn, settings, user_id=user_id, query=qa["question"], seen=seen, limit=RECALL_LIMIT
+                )
+                ranked_by[RECALLED] = [dia_of.get(r.id) for r in more if r.source_type == "message"]
                 for group in mine:
-                    recall[group][PROMPT]["all"].setdefault(category, []).append(
-                        len(evidence & reached) / len(evidence)
-                    )
+                    for mode, found in ((PROMPT, reached), (RECALLED, reached | set(ranked_by[RECALLED]))):
+                        recall[group][mode]["all"].setdefault(category, []).append(
+                            len(evidence & found) / len(evidence)
+                        )
                 # The prompt shows the person's standing instructions in a section of their own,
                 # before what memory found (lib/agent/prompt.py): an old instruction there is not
                 # an old value ranked first. For the newest value the prompt is read as the model
                 # reads it: the standing turns that are evidence, then the memory section's order.
-                ordered = ranked_by | {PROMPT: as_read(shown, dia_of, evidence)}
+                ordered = {m: r for m, r in ranked_by.items() if m != RECALLED} | {
+                    PROMPT: as_read(shown, dia_of, evidence)
+                }
                 for mode, ranked in ordered.items() if updates else ():
                     won = newest_value(qa, evidence, ranked, speaker_of, order_of)
                     for group in mine if won is not None else ():
@@ -344,7 +359,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                 dumped.append(
                     {"sample": sample["sample_id"], "question": qa["question"], "category": category}
                     | {"evidence": sorted(evidence), "answer": str(qa.get("answer", ""))[:300]}
-                    | {"ranked": {m: r if m == PROMPT else r[:10] for m, r in ranked_by.items()}}
+                    | {"ranked": {m: r if m in (PROMPT, RECALLED) else r[:10] for m, r in ranked_by.items()}}
                 )
             for message in small_talk:  # against this conversation as a populated memory
                 given = retrieve_context(conn, settings, user_id=user_id, query=message)
@@ -367,7 +382,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
         f"(chunks, FTS5 and local embeddings; {index_seconds:.1f} s in all)"
     )
     for group in groups:
-        print_table(f"\n{group}:", recall[group], [*modes, PROMPT])
+        print_table(f"\n{group}:", recall[group], [*modes, PROMPT, RECALLED])
         if newest[group]["hybrid"]:
             figures = ", ".join(f"{m} {mean(v):.3f}" for m, v in newest[group].items())
             print(f"{NEWEST} ({len(newest[group]['hybrid'])} questions, updated turn first): {figures}")

@@ -4,6 +4,7 @@ chats' knowledge updates (category 3 there), never LoCoMo's category 3 (open-dom
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,8 @@ def test_the_newest_value_line_counts_only_the_assistant_chats_updates(tmp_path)
     # One question about a value that changed; the updated turn outranks the old one.
     assert "newest value (1 questions, updated turn first): hybrid 1.000" in out
     assert "hybrid recall@10 overall: 1.000" in out
+    # What the model reads after one recall call with the question's words (the prompt's and more).
+    assert re.search(r"^\+recall +all .* 1\.000$", out, re.MULTILINE)
 
 
 def test_the_prompts_newest_value_reads_standing_instructions_as_their_own_section():
