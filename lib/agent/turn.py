@@ -67,19 +67,18 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
     profile = store.get_profile(conn, turn.user_id)
     loaded = load_history(conn, memory, session.id, session.summary_through)
     try:
-        retrieved = memory_api.retrieve_context(
+        retrieved, more = memory_api.retrieve_for_prompt(
             conn,
             settings,
             # This chat's memory only: in a group, the group's (lib/memory/scope.py).
             user_id=memory_owner_of(turn),
             query=turn.text,
-            session_id=session.id,
             token_budget=memory.retrieval_token_budget,
         )
     except Exception:
         # Memory is a help, not a precondition: answer without it (spec: degrade, log).
         log.warning("retrieval failed; answering without retrieved context", exc_info=True)
-        retrieved = []
+        retrieved, more = [], False
     in_window = {m.id for m in loaded}
     retrieved = [r for r in retrieved if not (r.source_type == "message" and r.id in in_window)]
     retrieved = not_sent_now(retrieved, turn.untrusted)
@@ -91,6 +90,7 @@ def _prepare(runtime: Runtime, turn: TurnInput) -> _Prepared | None:
         retrieved=retrieved,
         summary=session.summary,
         tools=[(tool.name, tool.description) for tool in tools],
+        more_in_memory=more,
     )
     budget = history_budget(memory, system, turn.text)
     history = select_history(loaded, budget=budget, recency_window=memory.recency_window)

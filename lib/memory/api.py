@@ -10,6 +10,8 @@ and closing the side connections of hybrid searches before a database file goes 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import apsw
 
 from lib.config import Settings
@@ -34,6 +36,7 @@ __all__ = [
     "record_turn",
     "reindex_all",
     "retrieve_context",
+    "retrieve_for_prompt",
     "search_all",
     "search_knowledge",
     "search_messages",
@@ -55,6 +58,14 @@ SELECT id FROM messages WHERE session_id = ? AND id < ? AND role IN ('user', 'as
 """
 
 
+class Retrieved(NamedTuple):
+    """What reaches a prompt, and whether more passed the floor than it holds (cut by the number
+    of items or the token budget): the prompt then says `recall` finds more."""
+
+    items: list[SearchResult]
+    more: bool
+
+
 def retrieve_context(
     conn: apsw.Connection,
     settings: Settings,
@@ -71,14 +82,25 @@ def retrieve_context(
     (metadata "standing", lib/memory/standing.py), which come whatever the query and take at
     most half the budget. Messages already in the session's recent window may be excluded by
     the caller."""
+    return retrieve_for_prompt(conn, settings, user_id=user_id, query=query, token_budget=token_budget).items
+
+
+def retrieve_for_prompt(
+    conn: apsw.Connection, settings: Settings, *, user_id: str, query: str, token_budget: int | None = None
+) -> Retrieved:
+    """retrieve_context's items, and whether memory holds more that passed the floor."""
     budget = settings.config.memory.retrieval_token_budget if token_budget is None else token_budget
     if budget <= 0:
-        return []
+        return Retrieved([], False)
     found: list[SearchResult] = []
     if query.strip():
-        found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES, floor=True)
+        # One past the limit: whether more than the prompt can hold passed the floor.
+        found = search_all(conn, settings, user_id=user_id, query=query, limit=RETRIEVAL_CANDIDATES + 1, floor=True)
+        more = len(found) > RETRIEVAL_CANDIDATES
         # A long message goes in as its part that matches (lib/memory/search/excerpt.py).
-        found = [shortened(result, query) for result in found]
+        found = [shortened(result, query) for result in found[:RETRIEVAL_CANDIDATES]]
+    else:
+        more = False
     # The person's standing instructions come first, whatever the message (a photo without a
     # caption too: lib/memory/standing.py).
     standing = standing_instructions(conn, user_id)
@@ -91,13 +113,14 @@ def retrieve_context(
     for result in found:
         cost = result.token_count or estimate_tokens(result.content)
         if spent + cost > (budget // 2 if result.metadata.get("standing") else budget):
+            more = more or not result.metadata.get("standing")
             continue
         kept.append(result)
         spent += cost
     # Being retrieved counts as use: extracted facts that keep coming up do not decay.
     used = [r.id for r in kept if r.source_type == "knowledge" and r.metadata.get("source") == "extraction"]
     reinforce.touch(conn, used)
-    return kept
+    return Retrieved(kept, more)
 
 
 def recall(

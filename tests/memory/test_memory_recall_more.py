@@ -10,6 +10,7 @@ edge with a recorded tool-use response whose calls are `recall`s."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 
@@ -18,8 +19,10 @@ import pytest
 
 from lib.agent import TurnInput, run_turn
 from lib.agent.pending import TurnState, decode_state, encode_state
+from lib.agent.prompt import MORE_IN_MEMORY, build_system_prompt
 from lib.memory import api as memory_api
 from lib.memory import knowledge, store
+from lib.memory.types import SearchResult
 from lib.tools.base import ToolContext
 from lib.tools.memory_tools import RECALL_LIMIT, Recall
 from tests.support.agent import (
@@ -45,7 +48,11 @@ QUESTION = "Which trips did I love every day of?"
 
 @pytest.fixture
 def runtime(ash_home, db_path, monkeypatch):
-    runtime = configured_runtime(ash_home, monkeypatch, QUIET, openai=False)
+    return with_trips(configured_runtime(ash_home, monkeypatch, QUIET, openai=False))
+
+
+def with_trips(runtime):
+    """One past conversation for each place."""
     conn = runtime.db.conn()
     for place in PLACES:
         session = store.open_session(conn, "telegram", USER, USER, "private")
@@ -155,3 +162,37 @@ async def test_recall_leaves_out_the_conversation_the_model_is_reading(runtime, 
     assert said in json.dumps(last["messages"][0])  # the window holds it ...
     recalled = last["messages"][-1]["content"][0]["content"]
     assert "Nothing more in memory for that" in recalled and "Zanzibar" not in recalled  # ... so not again
+
+
+async def test_the_prompt_says_when_memory_holds_more_than_it_shows(ash_home, db_path, monkeypatch, httpx2_mock):
+    # A budget for three or four of the thirty trips: the rest passed the floor and was cut.
+    small = configured_runtime(ash_home, monkeypatch, QUIET + "retrieval_token_budget = 60\n", openai=False)
+    runtime = with_trips(small)
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(return_value=sse_response("anthropic", "stream_text.sse"))
+
+    await run_turn(runtime, TurnInput("telegram", USER, USER, QUESTION), RecordingSink())
+    system = request_json(route.calls.last)["system"]
+    assert 0 < len(places_in(system)) < 10 and MORE_IN_MEMORY in system
+
+    # Everything that matches is shown: nothing to say.
+    await run_turn(runtime, TurnInput("telegram", USER, USER, "How was Kyoto?"), RecordingSink())
+    system = request_json(route.calls.last)["system"]
+    assert places_in(system) == {"Kyoto"} and MORE_IN_MEMORY not in system
+
+
+def test_the_prompt_points_to_recall_only_when_the_turn_offers_it(runtime):
+    item = SearchResult(1, "Back from my trip to Kyoto.", 1.0, "message", {})
+    turn = TurnInput("telegram", USER, USER, QUESTION)
+    ask = functools.partial(build_system_prompt, runtime.settings, turn, profile=None, retrieved=[item])
+    assert MORE_IN_MEMORY in ask(tools=[("recall", "Search memory.")], more_in_memory=True)
+    assert MORE_IN_MEMORY not in ask(tools=[("web_search", "Search the web.")], more_in_memory=True)
+    assert MORE_IN_MEMORY not in ask(tools=[("recall", "Search memory.")], more_in_memory=False)
+
+
+def test_more_than_the_prompt_holds_is_told_apart_from_all_of_it(runtime):
+    conn = runtime.db.conn()
+    # A dozen trips named: each turn and its answer pass the floor, more than the 20 items shown.
+    dozen = memory_api.retrieve_for_prompt(conn, runtime.settings, user_id=USER, query=" ".join(PLACES[:12]))
+    assert len(dozen.items) == memory_api.RETRIEVAL_CANDIDATES and dozen.more
+    few = memory_api.retrieve_for_prompt(conn, runtime.settings, user_id=USER, query=" ".join(PLACES[:3]))
+    assert places_in(" ".join(r.content for r in few.items)) == set(PLACES[:3]) and not few.more
