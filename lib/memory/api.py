@@ -29,6 +29,7 @@ from lib.memory.types import SearchResult
 from lib.tokens import estimate_tokens
 
 __all__ = [
+    "Retrieved",
     "close_side_connections",
     "get_embedder",
     "index_status",
