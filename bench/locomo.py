@@ -55,7 +55,7 @@ from lib.config import load_settings  # noqa: E402
 from lib.db import connect  # noqa: E402
 from lib.memory import store  # noqa: E402
 from lib.memory.api import recall as recall_tool_search  # noqa: E402
-from lib.memory.api import retrieve_context  # noqa: E402
+from lib.memory.api import retrieve_context, shown_whole  # noqa: E402
 from lib.memory.search import retrieval  # noqa: E402
 from lib.memory.search.index import index_message  # noqa: E402
 from lib.memory.search.parallel import close_side_connections  # noqa: E402
@@ -335,7 +335,7 @@ def main(data_file: Path, conversations: int | None, tuned: int, keep: Path | No
                 prompt_items.append(len(shown))
                 ranked_by[PROMPT] = [dia_of.get(r.id) for r in shown if r.source_type == "message"]
                 reached = set(ranked_by[PROMPT])
-                seen = frozenset(r.id for r in shown if r.source_type == "message")
+                seen = frozenset(shown_whole(shown))
                 more, _ = recall_tool_search(
                     conn, settings, user_id=user_id, query=qa["question"], seen=seen, limit=RECALL_LIMIT
                 )

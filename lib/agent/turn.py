@@ -208,10 +208,11 @@ def _outside_content(turn: TurnInput, prepared: _Prepared) -> list[str]:
 
 
 def _seen_messages(prepared: _Prepared) -> list[int]:
-    """The past messages the model reads from the start: the conversation window and the
-    prompt's memory section (`recall` brings others)."""
+    """The past messages the model reads whole from the start: the conversation window and the
+    prompt's memory section (`recall` brings others). A long one the section shows as its
+    matching part (lib/memory/search/excerpt.py) is not among them: `recall` shows it whole."""
     window = [m.id for m in prepared.history]
-    return list(dict.fromkeys([*window, *(r.id for r in prepared.retrieved if r.source_type == "message")]))
+    return list(dict.fromkeys([*window, *memory_api.shown_whole(prepared.retrieved)]))
 
 
 def _own_words(turn: TurnInput, prepared: _Prepared) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "search_all",
     "search_knowledge",
     "search_messages",
+    "shown_whole",
     "speaker",
 ]
 
@@ -122,6 +123,12 @@ def retrieve_for_prompt(
     used = [r.id for r in kept if r.source_type == "knowledge" and r.metadata.get("source") == "extraction"]
     reinforce.touch(conn, used)
     return Retrieved(kept, more)
+
+
+def shown_whole(items: list[SearchResult]) -> list[int]:
+    """The past messages among a prompt's items that it shows whole: a long one goes in as its
+    matching part (lib/memory/search/excerpt.py), which `recall` may still show whole."""
+    return [r.id for r in items if r.source_type == "message" and not r.metadata.get("excerpt")]
 
 
 def recall(

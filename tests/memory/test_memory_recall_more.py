@@ -196,3 +196,22 @@ def test_more_than_the_prompt_holds_is_told_apart_from_all_of_it(runtime):
     assert len(dozen.items) == memory_api.RETRIEVAL_CANDIDATES and dozen.more
     few = memory_api.retrieve_for_prompt(conn, runtime.settings, user_id=USER, query=" ".join(PLACES[:3]))
     assert places_in(" ".join(r.content for r in few.items)) == set(PLACES[:3]) and not few.more
+
+
+async def test_a_message_the_prompt_shows_in_part_comes_back_whole(runtime, httpx2_mock):
+    conn = runtime.db.conn()
+    packing = "Packing list for Zanzibar: " + " ".join(f"item{i} sunscreen snorkel" for i in range(60))
+    session = store.open_session(conn, "telegram", USER, USER, "private")
+    memory_api.record_turn(
+        conn, runtime.settings, session_id=session.id, user_id=USER, user_text=packing, answer_text="Noted."
+    )
+    store.close_session(conn, "telegram", USER)
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[recalls("Zanzibar packing list"), sse_response("anthropic", "stream_text.sse")]
+    )
+
+    await run_turn(runtime, TurnInput("telegram", USER, USER, "What was on my Zanzibar packing list?"), RecordingSink())
+
+    first, second = (request_json(call) for call in route.calls)
+    assert "Packing list for Zanzibar" in first["system"] and "item59" not in first["system"]  # a part
+    assert "item59 sunscreen snorkel" in second["messages"][-1]["content"][0]["content"]  # ... then whole
