@@ -221,8 +221,10 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
         )
         block, outcome = await _run_tool(loop, use)
         state.results.append(block)
-        # Past messages the call showed the model (recall's): the next call brings others.
-        state.seen_messages += [i for i in outcome.metadata.get("messages") or () if i not in state.seen_messages]
+        if use.name == "recall" and not block.is_error:
+            # The past messages it showed the model: the next call brings others.
+            shown = outcome.metadata.get("messages") or ()
+            state.seen_messages += [i for i in shown if i not in state.seen_messages]
         if loop.tool_watcher is not None:
             await loop.tool_watcher.tool_finished(use.name, is_error=block.is_error)
         if output_is_outside(use.name, outcome.metadata):
