@@ -1,5 +1,6 @@
 """What each answer drew on: the retrieved entries and messages, and the profile note lines, that
-entered its prompt, with their scores (what `/why` and the 🧠 button show).
+entered its prompt, and what the model's `recall` calls found, with their scores (what `/why`
+and the 🧠 button show).
 
 Recorded when the prompt is built (lib/agent/turn.py), linked to the stored answer once it is
 stored and to the channel's message ids once they are known, so "the answer I reply to" and "the
@@ -133,6 +134,23 @@ def record(
                 },
             )
     return answer_id
+
+
+def add_found(conn: apsw.Connection, answer_id: int, found: list[tuple[str, int, float | None]]) -> int:
+    """Add what a `recall` call showed the model ((kind, id, score) of each entry or message) after
+    the prompt's items, each once; returns how many items the answer now drew on."""
+    with immediate(conn):
+        recorded = rows(conn, ITEMS_SQL, (answer_id,))
+        held = {(r["kind"], r["ref_id"]) for r in recorded}
+        rank = len(recorded)
+        for kind, ref_id, score in found:
+            if (kind, ref_id) in held:
+                continue
+            held.add((kind, ref_id))
+            params = {"answer": answer_id, "kind": kind, "ref_id": ref_id, "note_hash": None, "score": score}
+            conn.execute(INSERT_ITEM_SQL, {**params, "rank": rank})
+            rank += 1
+    return rank
 
 
 def attach_answer(conn: apsw.Connection, answer_id: int, message_id: int) -> None:

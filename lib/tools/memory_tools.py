@@ -133,7 +133,13 @@ class Recall:
         messages = [r.id for r in results if r.source_type == "message"]
         return ToolResult(
             output="\n".join(lines),
-            metadata={"ids": [r.id for r in results], "messages": messages, "untrusted": untrusted},
+            metadata={
+                "ids": [r.id for r in results],
+                "messages": messages,
+                # What /why lists for the answer besides the prompt's items (lib/memory/provenance.py).
+                "found": [(r.source_type, r.id, r.score) for r in results],
+                "untrusted": untrusted,
+            },
         )
 
 

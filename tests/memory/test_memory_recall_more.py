@@ -20,8 +20,9 @@ import pytest
 from lib.agent import TurnInput, run_turn
 from lib.agent.pending import TurnState, decode_state, encode_state
 from lib.agent.prompt import MORE_IN_MEMORY, build_system_prompt
+from lib.db import rows
 from lib.memory import api as memory_api
-from lib.memory import knowledge, store
+from lib.memory import knowledge, provenance, store
 from lib.memory.types import SearchResult
 from lib.tools.base import ToolContext
 from lib.tools.memory_tools import RECALL_LIMIT, Recall
@@ -215,3 +216,38 @@ async def test_a_message_the_prompt_shows_in_part_comes_back_whole(runtime, http
     first, second = (request_json(call) for call in route.calls)
     assert "Packing list for Zanzibar" in first["system"] and "item59" not in first["system"]  # a part
     assert "item59 sunscreen snorkel" in second["messages"][-1]["content"][0]["content"]  # ... then whole
+
+
+@dataclasses.dataclass
+class SourcesSink(RecordingSink):
+    """A sink with the 🧠 button's hook: the counts it was given, in order."""
+
+    counts: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    def sources(self, sources_id: int, count: int) -> None:
+        self.counts.append((sources_id, count))
+
+
+async def test_why_lists_what_recall_found_besides_the_prompt(runtime, httpx2_mock):
+    route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
+        side_effect=[recalls("trip", "trip"), sse_response("anthropic", "stream_text.sse")]
+    )
+    sink = SourcesSink()
+
+    await run_turn(runtime, TurnInput("telegram", USER, USER, QUESTION), sink)
+
+    (answer, in_prompt), *_, (same, in_all) = sink.counts
+    assert same == answer and in_all == in_prompt + 2 * RECALL_LIMIT  # the button counts them too
+    items = provenance.sources(runtime.db.conn(), answer)
+    assert len(items) == in_all and [i.rank for i in items] == list(range(in_all))
+    ids = [i.ref_id for i in items if i.kind == "message"]
+    said = " ".join(
+        r["content"]
+        for r in rows(
+            runtime.db.conn(),
+            "SELECT content FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    )
+    recalled = " ".join(r["content"] for r in request_json(route.calls.last)["messages"][-1]["content"])
+    assert places_in(recalled) and places_in(recalled) <= places_in(said)
