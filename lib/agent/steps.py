@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import msgspec
 
 from lib.agent.approval import MCP_SEPARATOR, approval_reason, output_is_outside
-from lib.agent.contract import ApprovalRequest, Approvals, OutputSink, SourcesShown, ToolWatcher, TurnResult
+from lib.agent.contract import ApprovalRequest, Approvals, OutputSink, ToolWatcher, TurnResult
 from lib.agent.pending import TurnState
+from lib.agent.recalled import after_recall
 from lib.db import monotonic_ms
 from lib.errors import ChannelError, LLMError, user_message
 from lib.llm.types import Message, Response, ToolResultBlock, ToolUseBlock
-from lib.memory import provenance
 from lib.runtime import Runtime
 from lib.tools.base import Tool, ToolContext, ToolResult
 
@@ -223,31 +223,12 @@ async def _run_calls(loop: Loop, state: TurnState, result: TurnResult) -> Approv
         block, outcome = await _run_tool(loop, use)
         state.results.append(block)
         if use.name == "recall" and not block.is_error:
-            await _recalled(loop, state, outcome)
+            await after_recall(loop.runtime, loop.sink, state, outcome)
         if loop.tool_watcher is not None:
             await loop.tool_watcher.tool_finished(use.name, is_error=block.is_error)
         if output_is_outside(use.name, outcome.metadata):
             state.outside.append(output_kind(use.name))
     return None
-
-
-async def _recalled(loop: Loop, state: TurnState, outcome: ToolResult) -> None:
-    """After a `recall` call: the past messages it showed the model are seen (the next call brings
-    others), and what it found joins what /why lists for the answer."""
-    shown = outcome.metadata.get("messages") or ()
-    state.seen_messages += [i for i in shown if i not in state.seen_messages]
-    found = [tuple(f) for f in outcome.metadata.get("found") or ()]
-    if state.sources_id is None or not found:
-        return
-    answer_id = state.sources_id
-    try:
-        count = await asyncio.to_thread(lambda: provenance.add_found(loop.runtime.db.conn(), answer_id, found))
-    except Exception:
-        # /why is a help: the answer goes on without these items in it.
-        log.warning("could not record what recall found for /why", exc_info=True)
-        return
-    if isinstance(loop.sink, SourcesShown):
-        loop.sink.sources(answer_id, count)
 
 
 class _Stream:
