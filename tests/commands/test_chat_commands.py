@@ -3,8 +3,6 @@ stderr. Driven through click's CliRunner, the model stubbed by httpx2_mock."""
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 from click.testing import CliRunner
@@ -18,14 +16,13 @@ from tests.support.agent import (
     OPENAI_CHAT,
     SSE,
     RecordingSleep,
-    message_as_sse,
     raw,
     request_json,
     set_keys,
     sse_response,
+    tool_calls,
     write_config,
 )
-from tests.support.paths import FIXTURES
 
 OWNER = "1001"
 
@@ -45,14 +42,6 @@ def profile_timezone(home, user_id: str) -> str | None:
         return profile.timezone if profile else None
     finally:
         conn.close()
-
-
-def text_then_tool_call(name: str, tool_input: dict) -> bytes:
-    """The recorded tool_use answer (a sentence, then a tool call) calling `name` once instead."""
-    message = json.loads((FIXTURES / "anthropic" / "messages_tool_use.json").read_text())
-    sentence, call = message["content"][:2]
-    message["content"] = [sentence, {**call, "name": name, "input": tool_input}]
-    return message_as_sse(message)
 
 
 def test_slash_commands_are_answered_by_the_telegram_handlers_not_the_model(configured, httpx2_mock):
@@ -137,7 +126,7 @@ def test_user_option_talks_as_that_user_in_a_conversation_of_their_own(configure
 
 
 def test_a_tool_run_is_a_line_on_stderr_and_stdout_keeps_only_the_answer(configured, httpx2_mock):
-    tool_call = text_then_tool_call("set_timezone", {"timezone": "Europe/Lisbon"})
+    tool_call = tool_calls(("set_timezone", {"timezone": "Europe/Lisbon"}))
     httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
         side_effect=[httpx.Response(200, content=tool_call, headers=SSE), sse_response("anthropic", "stream_text.sse")]
     )

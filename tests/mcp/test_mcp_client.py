@@ -23,11 +23,10 @@ from tests.mcp.conftest import PYTHON, STUB, wait_for_port
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
     RecordingSink,
-    body,
     configured_runtime,
-    message_as_sse,
     request_json,
     sse_response,
+    tool_calls,
 )
 from tests.support.faults import AshServer, free_port, server_env, wait_until, write_config
 
@@ -50,21 +49,13 @@ def config(servers: str) -> str:
     return f'owner = {OWNER}\n[embeddings]\nprovider = "none"\n{servers}'
 
 
-def tool_call(name: str, tool_input: dict) -> bytes:
-    """The model's answer: one call of `name`."""
-    message = body("anthropic", "messages_tool_use.json")
-    message["content"] = [{"type": "tool_use", "id": "toolu_mcp_1", "name": name, "input": tool_input}]
-    message["stop_reason"] = "tool_use"
-    return message_as_sse(message)
-
-
 async def model_calls(runtime, httpx2_mock, name: str, tool_input: dict):
     """One turn in which the stub model calls `name`, then answers; returns the model route and result."""
     import httpx
 
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
         side_effect=[
-            httpx.Response(200, content=tool_call(name, tool_input), headers={"content-type": "text/event-stream"}),
+            httpx.Response(200, content=tool_calls((name, tool_input)), headers={"content-type": "text/event-stream"}),
             sse_response("anthropic", "stream_text.sse"),
         ]
     )
@@ -315,7 +306,7 @@ def test_ash_chat_closes_its_server_processes(ash_home, monkeypatch, httpx2_mock
     configured_runtime(ash_home, monkeypatch, config(stdio_config(args=("--linger", marker)))).db.close()
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
         side_effect=[
-            httpx.Response(200, content=tool_call("stub__pid", {}), headers={"content-type": "text/event-stream"}),
+            httpx.Response(200, content=tool_calls(("stub__pid", {})), headers={"content-type": "text/event-stream"}),
             sse_response("anthropic", "stream_text.sse"),
         ]
     )

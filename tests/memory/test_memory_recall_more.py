@@ -28,12 +28,12 @@ from lib.tools.base import ToolContext
 from lib.tools.memory_tools import RECALL_LIMIT, Recall
 from tests.support.agent import (
     ANTHROPIC_MESSAGES,
+    SSE,
     RecordingSink,
-    body,
     configured_runtime,
-    message_as_sse,
     request_json,
     sse_response,
+    tool_calls,
 )
 
 USER = "1001"
@@ -74,13 +74,9 @@ def places_in(text: str) -> set[str]:
 
 
 def recalls(*queries: str) -> httpx.Response:
-    """The recorded tool-use response, its calls made `recall`s of `queries`, as a stream."""
-    recorded = body("anthropic", "messages_tool_use.json")
-    uses = [block for block in recorded["content"] if block["type"] == "tool_use"][: len(queries)]
-    for use, query in zip(uses, queries, strict=True):
-        use |= {"name": "recall", "input": {"query": query}}
-    recorded["content"] = [recorded["content"][0], *uses]
-    return httpx.Response(200, content=message_as_sse(recorded), headers={"content-type": "text/event-stream"})
+    """The model's answer: one `recall` call for each of `queries`."""
+    content = tool_calls(*(("recall", {"query": query}) for query in queries))
+    return httpx.Response(200, content=content, headers=SSE)
 
 
 async def test_each_recall_call_brings_past_messages_the_model_does_not_have_yet(runtime, httpx2_mock):

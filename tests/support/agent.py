@@ -80,6 +80,17 @@ def message_as_sse(message: dict) -> bytes:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
 
 
+def tool_calls(*calls: tuple[str, dict]) -> bytes:
+    """The recorded tool-use answer (a sentence, then parallel calls) calling each (name, input) of
+    `calls` instead, as an event stream."""
+    message = body("anthropic", "messages_tool_use.json")
+    sentence, *recorded = message["content"]
+    assert len(calls) <= len(recorded), f"the recording holds {len(recorded)} calls"
+    uses = zip(recorded[: len(calls)], calls, strict=True)
+    message["content"] = [sentence, *({**use, "name": name, "input": given} for use, (name, given) in uses)]
+    return message_as_sse(message)
+
+
 def request_json(call) -> dict:
     """The JSON body a recorded respx call sent."""
     return json.loads(call.request.content)
