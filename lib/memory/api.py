@@ -74,7 +74,6 @@ def retrieve_context(
     *,
     user_id: str,
     query: str,
-    session_id: int | None = None,
     token_budget: int | None = None,
 ) -> list[SearchResult]:
     """Past messages and knowledge relevant to `query` that `user_id` (a memory owner: a
@@ -83,7 +82,7 @@ def retrieve_context(
     `token_budget` (lowest relevance cut first), after the person's standing instructions
     (metadata "standing", lib/memory/standing.py), which come whatever the query and take at
     most half the budget. Messages already in the session's recent window may be excluded by
-    the caller."""
+    the caller (lib/agent/turn.py does)."""
     return retrieve_for_prompt(conn, settings, user_id=user_id, query=query, token_budget=token_budget).items
 
 
