@@ -5,6 +5,8 @@ that it reaches the engine are checked."""
 
 from __future__ import annotations
 
+import pytest
+
 from lib.memory.search import e5
 
 
@@ -32,3 +34,34 @@ def test_each_embedding_sets_the_team_for_the_load_of_the_moment(monkeypatch):
 def test_the_load_is_read_from_the_kernel():
     busy = e5._runnable_elsewhere()
     assert busy is None or busy >= 0
+    own = e5._own_running()
+    assert own is None or own >= 1  # the caller itself is running
+
+
+def test_only_other_processes_count_as_busy(monkeypatch):
+    # Three threads running machine-wide, two of them this process's (the caller and, say, the
+    # event loop sending the typing action): one other.
+    reads = iter([3, 3])
+    monkeypatch.setattr(e5, "_procs_running", lambda: next(reads))
+    monkeypatch.setattr(e5, "_own_running", lambda: 2)
+    assert e5._runnable_elsewhere() == 1
+
+
+def test_a_thread_that_ran_for_a_moment_is_not_other_work(monkeypatch):
+    # Two running at the first read, one (the caller) by the second: whatever it was, it is gone.
+    reads = iter([2, 1])
+    monkeypatch.setattr(e5, "_procs_running", lambda: next(reads))
+    monkeypatch.setattr(e5, "_own_running", lambda: 1)
+    assert e5._runnable_elsewhere() == 0
+
+
+def test_the_threads_are_not_read_when_the_caller_runs_alone(monkeypatch):
+    monkeypatch.setattr(e5, "_procs_running", lambda: 1)
+    monkeypatch.setattr(e5, "_own_running", lambda: pytest.fail("read the threads for nothing"))
+    assert e5._runnable_elsewhere() == 0
+
+
+def test_the_machine_counts_alone_where_the_threads_cannot_be_read(monkeypatch):
+    monkeypatch.setattr(e5, "_procs_running", lambda: 4)
+    monkeypatch.setattr(e5, "_own_running", lambda: None)
+    assert e5._runnable_elsewhere() == 3  # all but the caller, as before
