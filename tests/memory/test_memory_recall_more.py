@@ -35,6 +35,7 @@ from tests.support.agent import (
     sse_response,
     tool_calls,
 )
+from tests.support.memory_retrieval import turn as past_turn
 
 USER = "1001"
 QUIET = '[embeddings]\nprovider = "none"\n[memory]\nextraction_enabled = false\n'
@@ -56,15 +57,8 @@ def with_trips(runtime):
     """One past conversation for each place."""
     conn = runtime.db.conn()
     for place in PLACES:
-        session = store.open_session(conn, "telegram", USER, USER, "private")
-        memory_api.record_turn(
-            conn,
-            runtime.settings,
-            session_id=session.id,
-            user_id=USER,
-            user_text=f"Back from my trip to {place}: I loved every day of that trip.",
-            answer_text="Welcome back!",
-        )
+        said = f"Back from my trip to {place}: I loved every day of that trip."
+        past_turn(conn, runtime.settings, USER, said, "Welcome back!")
         store.close_session(conn, "telegram", USER)
     return runtime
 
@@ -198,10 +192,7 @@ def test_more_than_the_prompt_holds_is_told_apart_from_all_of_it(runtime):
 async def test_a_message_the_prompt_shows_in_part_comes_back_whole(runtime, httpx2_mock):
     conn = runtime.db.conn()
     packing = "Packing list for Zanzibar: " + " ".join(f"item{i} sunscreen snorkel" for i in range(60))
-    session = store.open_session(conn, "telegram", USER, USER, "private")
-    memory_api.record_turn(
-        conn, runtime.settings, session_id=session.id, user_id=USER, user_text=packing, answer_text="Noted."
-    )
+    past_turn(conn, runtime.settings, USER, packing)
     store.close_session(conn, "telegram", USER)
     route = httpx2_mock.post(ANTHROPIC_MESSAGES).mock(
         side_effect=[recalls("Zanzibar packing list"), sse_response("anthropic", "stream_text.sse")]
